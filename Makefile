@@ -1,0 +1,36 @@
+# The README's two commands: `make serve` and `make test`.
+SHELL := /bin/bash
+PLANSTACK_HOME ?= $(HOME)/.cache/planstack
+export PLANSTACK_HOME
+PY := .venv/bin/python
+PLANSTACK := .venv/bin/planstack
+
+.PHONY: setup model serve test test-unit lint typecheck bench-gateway clean-venv
+
+setup:
+	@scripts/bootstrap.sh >/dev/null
+
+model: setup
+	@$(PLANSTACK) model prepare
+
+## Set up everything on a fresh machine, start the engine and the gateway (Ctrl-C stops both).
+serve: model
+	@$(PLANSTACK) serve
+
+## Run the whole test suite, the real-engine tests included.
+test: model
+	@$(PY) -m pytest
+
+## Fast tests only (no real engine).
+test-unit: setup
+	@$(PY) -m pytest -m "not engine"
+
+lint: setup
+	@$(PY) -m ruff check serving planner executors retrieval benchmarks tests scripts
+	@$(PY) -m mypy
+
+bench-gateway: model
+	@$(PY) -m benchmarks.gateway_overhead
+
+clean-venv:
+	rm -rf .venv "$(PLANSTACK_HOME)"/venv-*

@@ -1,0 +1,1 @@
+"""planstack benchmarks: latency, accuracy and overhead measurements with reports."""

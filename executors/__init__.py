@@ -1,0 +1,1 @@
+"""planstack executors: tool registry and the DAG scheduler that runs plans."""

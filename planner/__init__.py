@@ -1,0 +1,1 @@
+"""planstack planner: turns a request into a validated plan (a DAG of tool calls)."""

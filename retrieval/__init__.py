@@ -1,0 +1,1 @@
+"""planstack retrieval: embeddings, FAISS collections, ingestion and persistence."""

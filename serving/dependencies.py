@@ -1,0 +1,78 @@
+"""Request-scoped helpers shared by the routers: the services container, auth, bounded JSON bodies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from fastapi import Request
+from pydantic import BaseModel, ValidationError
+
+from serving.auth import ApiKeyAuth, Principal
+from serving.chat import ChatService
+from serving.errors import InvalidRequestError, PayloadTooLargeError
+from serving.isolation import CacheSalter
+from serving.metrics import GatewayMetrics
+from serving.schema_guard import SchemaGuard
+from serving.settings import Settings
+from serving.upstream import EngineClient
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+@dataclass
+class Services:
+    """Everything the routers use, built once per app by `create_app` (clients injected there)."""
+
+    settings: Settings
+    auth: ApiKeyAuth
+    salter: CacheSalter
+    metrics: GatewayMetrics
+    engine: EngineClient
+    guard: SchemaGuard
+    chat: ChatService
+    engine_model: str
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def principal(request: Request) -> Principal:
+    return services(request).auth.authenticate(request.headers.get("authorization"))
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The request body as JSON, read with a hard size cap (Content-Length is not trusted alone)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLargeError(f"the request body is {declared} bytes; the limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLargeError(f"the request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError("the request body is not valid UTF-8", code="invalid_json") from exc
+    except ValueError as exc:
+        raise InvalidRequestError(f"the request body is not valid JSON: {exc}", code="invalid_json") from exc
+
+
+def parse_model(model: type[ModelT], data: Any) -> ModelT:
+    """Validate a JSON body; the first problem becomes an OpenAI error naming the parameter."""
+    if not isinstance(data, dict):
+        raise InvalidRequestError("the request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(part) for part in first["loc"]) or None
+        message = f"{param}: {first['msg']}" if param else first["msg"]
+        raise InvalidRequestError(message, param=param, code="invalid_value") from exc

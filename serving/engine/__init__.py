@@ -1,0 +1,1 @@
+"""The vLLM engine: model profiles, weight preparation and the managed server process."""

@@ -1,0 +1,71 @@
+"""Server-side `cache_salt`: which requests may share the engine's prefix cache.
+
+vLLM's automatic prefix cache reuses the KV blocks of any earlier request with the same prefix, and
+that reuse is visible through time-to-first-token: a tenant could learn that someone else recently
+sent a given prompt. vLLM only reuses blocks between requests with the same `cache_salt`, so the
+gateway always sets it itself (a client's own salt is rejected or dropped, by configuration):
+
+- `request`: a fresh random salt per request. No reuse at all: safest, every prompt is prefilled.
+- `session`: HMAC(secret, tenant, session id from `X-Planstack-Session`). Reuse within one
+  conversation of one tenant; without the header it behaves like `request`.
+- `tenant` (default): HMAC(secret, tenant). Reuse within one tenant, e.g. the long planner system
+  prompt and tool catalog, never across tenants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import re
+import secrets
+from pathlib import Path
+
+from serving.errors import InvalidRequestError
+from serving.settings import IsolationScope
+
+logger = logging.getLogger("planstack.isolation")
+
+SESSION_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+def load_or_create_secret(path: Path) -> bytes:
+    """The server secret in `path` (mode 0600), created once with 32 random bytes."""
+    try:
+        return bytes.fromhex(path.read_text().strip())
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_bytes(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value.hex())
+    return value
+
+
+class CacheSalter:
+    """Derives the `cache_salt` for a request from the configured scope."""
+
+    def __init__(self, scope: IsolationScope, secret: bytes) -> None:
+        if len(secret) < 16:
+            raise ValueError("the cache-salt secret must be at least 16 bytes")
+        self.scope = scope
+        self._secret = secret
+
+    def _hmac(self, *parts: str) -> str:
+        message = "\x1f".join(parts).encode()
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+    def salt(self, tenant: str, session: str | None = None) -> str:
+        """64 hex characters: within vLLM's limit (≤ 128, no '@', '/', '\\')."""
+        if self.scope == "tenant":
+            return self._hmac("tenant", tenant)
+        if self.scope == "session" and session:
+            if not SESSION_RE.match(session):
+                raise InvalidRequestError(
+                    "X-Planstack-Session must be 1-128 characters of letters, digits, '_', '.', ':', '-'",
+                    param="X-Planstack-Session",
+                )
+            return self._hmac("session", tenant, session)
+        return secrets.token_hex(32)

@@ -1,0 +1,46 @@
+"""Prometheus metrics of the gateway, on a registry owned by one app instance (no global state)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+
+
+class GatewayMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "planstack_requests_total", "HTTP requests answered", ["route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "planstack_request_seconds",
+            "Request latency (to the last byte for streams)",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "planstack_errors_total", "Error responses by OpenAI error type", ["type"], registry=self.registry
+        )
+        self.upstream_failures = Counter(
+            "planstack_upstream_failures_total",
+            "Engine calls that failed (unavailable, timeout, 5xx)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "planstack_upstream_in_flight", "Requests being relayed to the engine", registry=self.registry
+        )
+        self.schema_checks = Counter(
+            "planstack_schema_checks_total",
+            "Client response_format schema pre-checks",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.plan_cache = Counter(
+            "planstack_plan_cache_total", "Plan cache lookups", ["outcome"], registry=self.registry
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,1 @@
+"""One thin router per endpoint: validate, authenticate, delegate to a service."""

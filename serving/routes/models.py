@@ -1,0 +1,23 @@
+"""GET /v1/models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from serving.auth import Principal
+from serving.dependencies import principal, services
+
+router = APIRouter()
+
+
+@router.get("/v1/models")
+async def list_models(request: Request, _: Principal = Depends(principal)) -> dict[str, Any]:
+    svc = services(request)
+    names = [svc.engine_model, *svc.extras.get("virtual_models", [])]
+    created = int(request.app.state.started_at)
+    return {
+        "object": "list",
+        "data": [{"id": name, "object": "model", "created": created, "owned_by": "planstack"} for name in names],
+    }

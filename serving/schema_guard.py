@@ -1,0 +1,223 @@
+"""Keep client `response_format` schemas from taking the engine down.
+
+Measured on this machine (DESIGN.md, "Grammar findings"): a schema whose outlines compile outruns
+vLLM's timeout fails with HTTP 500, and vLLM abandons the compiling thread without stopping it; a
+dozen of those killed the engine. So before a client schema reaches the engine the gateway:
+
+1. applies static limits (serialised size, nesting depth, number of sub-schemas, local `$ref`s only);
+2. for the outlines backend, compiles the schema exactly as vLLM would (outlines_core's JSON-schema
+   → regex → token index over the served model's vocabulary) in a separate worker process with a
+   time budget well below the engine's own timeout; a schema over budget is a 400, and the worker is
+   killed and replaced, so a runaway compile costs nothing beyond its budget;
+3. remembers verdicts by schema hash, so a repeated schema (good or bad) costs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import multiprocessing
+import time
+from collections import OrderedDict
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from serving.errors import InvalidRequestError, SchemaTooComplexError
+from serving.metrics import GatewayMetrics
+from serving.settings import SchemaGuardSettings, StructuredBackend
+
+logger = logging.getLogger("planstack.schema_guard")
+
+WORKER_START_TIMEOUT_S = 120.0
+
+
+def schema_shape(schema: Any, depth: int = 1) -> tuple[int, int]:
+    """(deepest nesting, number of dict/list nodes) of a JSON value."""
+    if isinstance(schema, dict):
+        children = [schema_shape(value, depth + 1) for value in schema.values()]
+    elif isinstance(schema, list):
+        children = [schema_shape(value, depth + 1) for value in schema]
+    else:
+        return depth - 1, 0
+    deepest = max((child[0] for child in children), default=depth)
+    return max(depth, deepest), 1 + sum(child[1] for child in children)
+
+
+def _refs(schema: Any) -> list[str]:
+    if isinstance(schema, dict):
+        found = [schema["$ref"]] if isinstance(schema.get("$ref"), str) else []
+        return found + [ref for value in schema.values() for ref in _refs(value)]
+    if isinstance(schema, list):
+        return [ref for value in schema for ref in _refs(value)]
+    return []
+
+
+def check_static_limits(schema: dict[str, Any], limits: SchemaGuardSettings) -> str:
+    """The canonical JSON text of an acceptable schema; SchemaTooComplexError otherwise."""
+    text = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    param = "response_format.json_schema.schema"
+    if len(text) > limits.max_schema_bytes:
+        raise SchemaTooComplexError(
+            f"the schema is {len(text)} bytes; the limit is {limits.max_schema_bytes}", param=param
+        )
+    depth, nodes = schema_shape(schema)
+    if depth > limits.max_depth:
+        raise SchemaTooComplexError(f"the schema nests {depth} levels; the limit is {limits.max_depth}", param=param)
+    if nodes > limits.max_nodes:
+        raise SchemaTooComplexError(
+            f"the schema has {nodes} sub-schemas; the limit is {limits.max_nodes}", param=param
+        )
+    for ref in _refs(schema):
+        if not ref.startswith("#"):
+            raise InvalidRequestError(f"only local $ref values are allowed, not {ref!r}", param=param)
+    return text
+
+
+# ---- the compile worker (runs in a child process) ------------------------------------------------
+def _worker_main(conn: Connection, model_dir: str, backend: str) -> None:  # pragma: no cover - child
+    """Load the vocabulary once, then compile schemas sent over `conn` until told to stop."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if backend == "outlines":
+        import outlines_core
+        from outlines_core import json_schema
+        from vllm.v1.structured_output.utils import get_outlines_vocabulary
+
+        vocabulary = get_outlines_vocabulary(tokenizer).inner  # type: ignore[arg-type]
+
+        def compile_schema(text: str) -> None:
+            outlines_core.Index(json_schema.build_regex_from_schema(text), vocabulary)
+    else:
+        import xgrammar
+
+        info = xgrammar.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
+        compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+
+        def compile_schema(text: str) -> None:
+            compiler.compile_json_schema(text, any_whitespace=True)
+
+    conn.send(("ready", 0.0, ""))
+    while True:
+        text = conn.recv()
+        if text is None:
+            return
+        started = time.perf_counter()
+        try:
+            compile_schema(text)
+            conn.send(("ok", time.perf_counter() - started, ""))
+        except Exception as exc:  # noqa: BLE001 - any failure is the schema's verdict
+            conn.send(("error", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500]))
+
+
+class CompileWorker:
+    """A killable child process that compiles schemas like the engine's backend does."""
+
+    def __init__(self, model_dir: Path, backend: StructuredBackend) -> None:
+        self._model_dir = model_dir
+        self._backend = backend
+        self._proc: BaseProcess | None = None
+        self._conn: Connection | None = None
+
+    def _start(self) -> Connection:
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        proc = context.Process(
+            target=_worker_main, args=(child, str(self._model_dir), self._backend), daemon=True,
+            name="planstack-schema-compile",
+        )  # fmt: skip
+        proc.start()
+        child.close()
+        if not parent.poll(WORKER_START_TIMEOUT_S):
+            proc.kill()
+            raise RuntimeError("the schema compile worker did not start")
+        status, _, message = parent.recv()
+        if status != "ready":
+            raise RuntimeError(f"the schema compile worker failed to start: {message}")
+        self._proc, self._conn = proc, parent
+        return parent
+
+    def compile(self, text: str, timeout_s: float) -> tuple[str, float, str]:
+        """("ok" | "error" | "timeout", seconds, message). Blocking: call it from a thread."""
+        conn = self._conn or self._start()
+        started = time.perf_counter()
+        conn.send(text)
+        if conn.poll(timeout_s):
+            status, seconds, message = conn.recv()
+            return status, seconds, message
+        self.close()  # the compile is still running: kill it rather than let it eat the CPU
+        return "timeout", time.perf_counter() - started, ""
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join(timeout=5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc, self._conn = None, None
+
+
+class SchemaGuard:
+    """Static limits + (for outlines) a time-boxed compile, with verdicts cached by schema hash."""
+
+    def __init__(
+        self,
+        settings: SchemaGuardSettings,
+        backend: StructuredBackend,
+        metrics: GatewayMetrics,
+        worker: CompileWorker | None,
+    ) -> None:
+        self._settings = settings
+        self._backend = backend
+        self._metrics = metrics
+        self._worker = worker if settings.compile_check and backend in ("outlines", "xgrammar") else None
+        self._verdicts: OrderedDict[str, str | None] = OrderedDict()  # hash → None (ok) or error message
+        self._lock = asyncio.Lock()
+
+    def _remember(self, key: str, verdict: str | None) -> None:
+        self._verdicts[key] = verdict
+        while len(self._verdicts) > self._settings.cache_size:
+            self._verdicts.popitem(last=False)
+
+    async def check(self, schema: dict[str, Any]) -> None:
+        if not self._settings.enabled:
+            return
+        text = check_static_limits(schema, self._settings)
+        if self._worker is None:
+            self._metrics.schema_checks.labels("static_ok").inc()
+            return
+        key = hashlib.sha256(text.encode()).hexdigest()
+        async with self._lock:  # one compile at a time: this machine has few cores
+            if key in self._verdicts:
+                self._verdicts.move_to_end(key)
+                verdict = self._verdicts[key]
+                self._metrics.schema_checks.labels("cached").inc()
+            else:
+                budget = self._settings.compile_timeout_s
+                status, seconds, message = await asyncio.to_thread(self._worker.compile, text, budget)
+                self._metrics.schema_checks.labels(status).inc()
+                if status == "ok":
+                    verdict = None
+                elif status == "timeout":
+                    verdict = (
+                        f"the schema could not be compiled by the {self._backend} backend within "
+                        f"{budget:g} s; simplify it (fewer alternatives, no bounded string lengths, "
+                        "fewer optional fields)"
+                    )
+                else:
+                    verdict = f"the schema is not supported by the {self._backend} backend: {message}"
+                logger.info("schema %s… compile check: %s in %.2f s", key[:12], status, seconds)
+                self._remember(key, verdict)
+        if verdict is not None:
+            raise SchemaTooComplexError(verdict, param="response_format.json_schema.schema")
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()

@@ -1,0 +1,185 @@
+"""Typed settings: `configs/planstack.yaml`, then environment overrides.
+
+Precedence (highest first): environment variables (`PLANSTACK_<FIELD>`, nested with `__`, e.g.
+`PLANSTACK_ENGINE__PORT=8101`), the YAML file (`PLANSTACK_CONFIG`, default `configs/planstack.yaml`
+of this checkout), then the defaults below. Every field carries its documentation in `description`;
+`planstack config show` prints the effective values with secrets masked.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIG_DIR = Path(os.environ.get("PLANSTACK_CONFIG_DIR", REPO_ROOT / "configs"))
+DEFAULT_HOME = Path(os.environ.get("PLANSTACK_HOME", Path.home() / ".cache" / "planstack"))
+
+IsolationScope = Literal["request", "session", "tenant"]
+StructuredBackend = Literal["outlines", "xgrammar", "guidance"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EngineSettings(_Section):
+    profile: str = Field(
+        "smollm2-cpu",
+        description="Model profile: a file configs/profiles/<name>.yaml (smollm2-cpu, phi3-mini-gpu).",
+    )
+    host: str = Field("127.0.0.1", description="Address the vLLM engine binds to.")
+    port: int = Field(8001, ge=1, le=65535, description="Port of the vLLM engine's OpenAI server.")
+    model_dir: Path | None = Field(
+        None, description="Override of the profile's weights folder (e.g. a local Phi-3 download)."
+    )
+    structured_outputs_backend: StructuredBackend = Field(
+        "outlines", description="vLLM structured-output backend (server-wide): outlines, xgrammar, guidance."
+    )
+    grammar_compile_timeout_s: int = Field(
+        30,
+        gt=0,
+        description="vLLM's own grammar compile timeout (VLLM_REGEX_COMPILATION_TIMEOUT_S). Kept well "
+        "above the gateway's schema pre-check so that no schema the gateway admits times out there.",
+    )
+    startup_timeout_s: float = Field(
+        600.0, gt=0, description="How long `engine start` waits for the engine's /health before giving up."
+    )
+    request_timeout_s: float = Field(
+        120.0, gt=0, description="Gateway → engine timeout per request; past it the client gets a 504."
+    )
+    connect_timeout_s: float = Field(3.0, gt=0, description="Gateway → engine TCP connect timeout.")
+    extra_args: list[str] = Field(
+        default_factory=list, description="Extra command-line flags appended to the vLLM server command."
+    )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+class GatewaySettings(_Section):
+    host: str = Field("127.0.0.1", description="Address the gateway binds to.")
+    port: int = Field(8000, ge=1, le=65535, description="Port of the gateway.")
+    max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted (413 above).")
+    max_prompt_chars: int = Field(
+        32_000, gt=0, description="Largest total message text in one chat request (400 above)."
+    )
+    max_messages: int = Field(256, gt=0, description="Most messages in one chat request.")
+    max_tokens_limit: int = Field(
+        2048, gt=0, description="Largest `max_tokens`/`max_completion_tokens` a client may ask for."
+    )
+    max_concurrent_upstream: int = Field(
+        64, gt=0, description="Requests relayed to the engine at once; past it clients get 429 + Retry-After."
+    )
+
+
+class IsolationSettings(_Section):
+    scope: IsolationScope = Field(
+        "tenant",
+        description="Prefix-cache isolation: `request` (fresh salt per request, no reuse), `session` "
+        "(reuse within one X-Planstack-Session of one tenant), `tenant` (reuse within one tenant).",
+    )
+    client_salt: Literal["reject", "drop"] = Field(
+        "reject", description="What to do with a client-supplied `cache_salt`: 400 (reject) or ignore (drop)."
+    )
+
+
+class SchemaGuardSettings(_Section):
+    enabled: bool = Field(True, description="Check client `response_format` schemas before the engine sees them.")
+    compile_check: bool = Field(
+        True,
+        description="With the outlines or xgrammar backend, compile each new client schema in a killable "
+        "worker process first (as the engine would) and reject it when it does not compile in time.",
+    )
+    compile_timeout_s: float = Field(
+        4.0, gt=0, description="Budget for the pre-check compile; a schema over it fails with a 400."
+    )
+    max_schema_bytes: int = Field(32_768, gt=0, description="Largest serialised client schema.")
+    max_depth: int = Field(12, gt=0, description="Deepest nesting of a client schema.")
+    max_nodes: int = Field(2_000, gt=0, description="Most sub-schemas (objects, arrays, branches) in one schema.")
+    cache_size: int = Field(512, ge=0, description="Pre-check verdicts remembered, keyed by schema hash.")
+
+
+class Settings(BaseSettings):
+    """Effective planstack configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PLANSTACK_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    home: Path = Field(
+        DEFAULT_HOME,
+        description="State folder outside the clone: venvs, prepared models, logs, secret, run store.",
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    api_keys: SecretStr | None = Field(
+        None,
+        description="Bearer keys mapped to tenants, `key1=tenantA,key2=tenantB` (env PLANSTACK_API_KEYS). "
+        "Unset: a single clearly-marked development key `planstack-dev-key` for tenant `dev`.",
+    )
+    secret: SecretStr | None = Field(
+        None,
+        description="Server secret for cache salts (env PLANSTACK_SECRET). Unset: a random one is created "
+        "once in <home>/secret (mode 0600) and reused.",
+    )
+    engine: EngineSettings = Field(default_factory=EngineSettings)  # type: ignore[arg-type]
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)  # type: ignore[arg-type]
+    isolation: IsolationSettings = Field(default_factory=IsolationSettings)  # type: ignore[arg-type]
+    schema_guard: SchemaGuardSettings = Field(default_factory=SchemaGuardSettings)  # type: ignore[arg-type]
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        yaml_path = Path(os.environ.get("PLANSTACK_CONFIG", CONFIG_DIR / "planstack.yaml"))
+        yaml_source = YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path if yaml_path.exists() else None)
+        return (init_settings, env_settings, yaml_source)
+
+    # ---- derived paths -------------------------------------------------------------------------
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings as plain data, secrets replaced by a mask."""
+        data = self.model_dump(mode="json")
+        for key in ("api_keys", "secret"):
+            if data.get(key) is not None:
+                data[key] = "********"
+        return data
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Load settings from YAML and the environment; keyword overrides win over both."""
+    return Settings(**overrides)

@@ -1,0 +1,134 @@
+"""Shared fixtures.
+
+- `engine_url` / `engine_model` / `prepared_model_dir` (session): the REAL vLLM engine with the
+  embedded default model, started once per test session by the same `EngineProcess` that
+  `planstack serve` uses, and stopped (with a check that nothing is left behind) at the end. Set
+  `PLANSTACK_TEST_ENGINE_URL=http://127.0.0.1:8001` to use an engine that is already running.
+- `gateway_factory`: real gateways (uvicorn on loopback ports) in front of that engine.
+- `fake_gateway`: a real gateway in front of the FAKE upstream in tests/fakes (marker fake_upstream).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from serving.app import create_app
+from serving.engine.model_prep import prepare_model
+from serving.engine.process import EngineProcess, pid_alive, port_in_use
+from serving.engine.profiles import load_profile
+from serving.settings import EngineSettings, Settings, load_settings
+from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream, free_port
+
+API_KEYS = "key-tenant-a-000=tenantA,key-tenant-b-000=tenantB"
+KEY_A = "key-tenant-a-000"
+KEY_B = "key-tenant-b-000"
+FAKE_MODEL = "fake-model"
+
+
+@pytest.fixture(scope="session")
+def engine_model() -> str:
+    settings = load_settings()
+    return load_profile(settings.engine.profile).served_model_name
+
+
+@pytest.fixture(scope="session")
+def prepared_model_dir() -> Path:
+    settings = load_settings()
+    return prepare_model(load_profile(settings.engine.profile), settings).path
+
+
+@pytest.fixture(scope="session")
+def engine_url(prepared_model_dir: Path) -> Iterator[str]:
+    external = os.environ.get("PLANSTACK_TEST_ENGINE_URL")
+    if external:
+        assert httpx.get(f"{external}/health", timeout=5).status_code == 200, f"no engine at {external}"
+        yield external.rstrip("/")
+        return
+    settings = load_settings()
+    settings.engine.port = free_port()
+    engine = EngineProcess(settings, load_profile(settings.engine.profile), prepared_model_dir)
+    engine.start()
+    pid = engine._proc.pid if engine._proc is not None else -1
+    try:
+        engine.wait_healthy(settings.engine.startup_timeout_s)
+        yield engine.base_url
+    finally:
+        engine.stop()
+    # Stopping must leave nothing behind: no process, no listening port.
+    assert not pid_alive(pid), "the engine process outlived stop()"
+    assert not port_in_use(settings.engine.host, settings.engine.port), "the engine port is still open"
+
+
+def gateway_settings(home: Path, engine_base_url: str, **overrides: Any) -> Settings:
+    parsed = urlparse(engine_base_url)
+    engine = EngineSettings(host=parsed.hostname or "127.0.0.1", port=parsed.port or 80, request_timeout_s=120)
+    values: dict[str, Any] = {"home": home, "api_keys": SecretStr(API_KEYS), "engine": engine}
+    values.update(overrides)
+    return Settings(**values)
+
+
+@dataclass
+class RunningGateway:
+    url: str
+    settings: Settings
+    server: ServerThread
+
+    def client(self, key: str = KEY_A) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=180)
+
+
+@pytest.fixture
+def gateway_factory(
+    engine_url: str, engine_model: str, prepared_model_dir: Path, tmp_path: Path
+) -> Iterator[Callable[..., RunningGateway]]:
+    servers: list[ServerThread] = []
+
+    def make(**overrides: Any) -> RunningGateway:
+        settings = gateway_settings(tmp_path, engine_url, **overrides)
+        app = create_app(settings, engine_model=engine_model, model_dir=prepared_model_dir)
+        server = ServerThread(app).start()
+        servers.append(server)
+        return RunningGateway(server.url, settings, server)
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@dataclass
+class FakeStack:
+    gateway: RunningGateway
+    upstream: ServerThread
+    behaviour: FakeBehaviour
+
+
+@pytest.fixture
+def fake_stack_factory(tmp_path: Path) -> Iterator[Callable[..., FakeStack]]:
+    started: list[ServerThread] = []
+
+    def make(**overrides: Any) -> FakeStack:
+        behaviour = FakeBehaviour()
+        upstream = ServerThread(create_fake_upstream(FAKE_MODEL, behaviour)).start()
+        settings = gateway_settings(tmp_path, upstream.url, **overrides)
+        app = create_app(settings, engine_model=FAKE_MODEL, model_dir=None)
+        gateway = ServerThread(app).start()
+        started.extend([gateway, upstream])
+        return FakeStack(RunningGateway(gateway.url, settings, gateway), upstream, behaviour)
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def fake_stack(fake_stack_factory: Callable[..., FakeStack]) -> FakeStack:
+    return fake_stack_factory()
