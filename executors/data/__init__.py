@@ -1,0 +1,1 @@
+"""Demo data shipped with the executors (flights, hotels, weather, venues, catering, rates, passages, checklists)."""

@@ -1,0 +1,207 @@
+"""Execute one ready node: concurrency slots, per-attempt timeout, retries with backoff, circuit
+breaker, success condition, and the resulting `NodeResult` with its observation metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+from executors.breaker import BreakerBoard, counts_against_tool
+from executors.conditions import check_condition
+from executors.config import ExecutorConfig
+from executors.errors import CircuitOpenError, ExecutorError, ToolOutputError, ToolTimeoutError, as_tool_error
+from executors.observation import NodeResult, sha256_json, summarize_result
+from executors.registry import ToolSpec
+from planner.plan import PlanNode
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+class SchedulerObserver(Protocol):
+    """Hooks the scheduler awaits; `node_settled` must make the result durable before returning."""
+
+    async def node_started(self, node: PlanNode, round_: int) -> None: ...
+
+    async def node_retrying(
+        self, node: PlanNode, round_: int, attempt: int, delay_s: float, error: dict[str, Any]
+    ) -> None: ...
+
+    async def node_settled(self, result: NodeResult) -> None: ...
+
+
+class NullObserver:
+    """Observer that records nothing (benchmarks, simple tests)."""
+
+    async def node_started(self, node: PlanNode, round_: int) -> None:
+        return None
+
+    async def node_retrying(
+        self, node: PlanNode, round_: int, attempt: int, delay_s: float, error: dict[str, Any]
+    ) -> None:
+        return None
+
+    async def node_settled(self, result: NodeResult) -> None:
+        return None
+
+
+class ConcurrencyLimits:
+    """Global, per-class and slow-tool semaphores; acquired always in the same order (no deadlock)."""
+
+    def __init__(self, config: ExecutorConfig) -> None:
+        self._global = asyncio.Semaphore(config.max_parallel)
+        self._classes = {name: asyncio.Semaphore(limit) for name, limit in config.class_limits.items()}
+        self._slow = asyncio.Semaphore(1)
+
+    @asynccontextmanager
+    async def slot(self, spec: ToolSpec) -> AsyncIterator[None]:
+        order = [self._classes.get(spec.concurrency_class), self._slow if spec.slow else None, self._global]
+        acquired: list[asyncio.Semaphore] = []
+        try:
+            for semaphore in order:
+                if semaphore is not None:
+                    await semaphore.acquire()
+                    acquired.append(semaphore)
+            yield
+        finally:
+            for semaphore in reversed(acquired):
+                semaphore.release()
+
+
+class RetryPolicy:
+    """Exponential backoff with jitter: base·2^(n-1)·(1 + jitter·U[0,1)), capped at max."""
+
+    def __init__(self, config: ExecutorConfig, rng: random.Random) -> None:
+        self._base = config.backoff_base_s
+        self._max = config.backoff_max_s
+        self._jitter = config.backoff_jitter
+        self._rng = rng
+
+    def delay(self, failed_attempts: int) -> float:
+        raw = self._base * (2 ** (failed_attempts - 1))
+        return min(self._max, raw * (1.0 + self._jitter * self._rng.random()))
+
+
+class NodeExecutor:
+    """Runs one node's tool to a final `NodeResult` (never raises, except on cancellation)."""
+
+    def __init__(
+        self,
+        config: ExecutorConfig,
+        limits: ConcurrencyLimits,
+        breakers: BreakerBoard,
+        retry: RetryPolicy,
+        *,
+        sleep: Sleep,
+        wall_clock: Callable[[], float],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self._config = config
+        self._limits = limits
+        self._breakers = breakers
+        self._retry = retry
+        self._sleep = sleep
+        self._wall_clock = wall_clock
+        self._monotonic = monotonic
+
+    async def execute(
+        self,
+        node: PlanNode,
+        spec: ToolSpec,
+        kwargs: dict[str, Any],
+        json_args: dict[str, Any],
+        input_hash: str,
+        *,
+        round_: int,
+        observer: SchedulerObserver,
+        fallback_for: str | None,
+    ) -> NodeResult:
+        breaker = self._breakers.for_tool(spec.name)
+        max_attempts = spec.retries or self._config.default_max_attempts
+        timeout_s = spec.timeout_s or self._config.default_timeout_s
+        attempts = 0
+        started_at: float | None = None
+        t0 = self._monotonic()
+        output: Any = None
+        error: ExecutorError | None = None
+        while True:
+            try:
+                breaker.check(spec.name)
+            except CircuitOpenError as exc:
+                error = exc
+                break
+            attempts += 1
+            async with self._limits.slot(spec):
+                if started_at is None:
+                    started_at = self._wall_clock()
+                    t0 = self._monotonic()
+                try:
+                    async with asyncio.timeout(timeout_s):
+                        output = await spec.invoke(kwargs)
+                    error = None
+                except TimeoutError:
+                    error = ToolTimeoutError(f"{spec.name} did not answer within {timeout_s:g} s")
+                except Exception as exc:  # the tool boundary: every exception becomes a typed error
+                    error = as_tool_error(exc)
+            if error is None:
+                breaker.record_success()
+                break
+            if counts_against_tool(error):
+                breaker.record_failure()
+            if not error.retryable or attempts >= max_attempts:
+                break
+            delay = self._retry.delay(attempts)
+            await observer.node_retrying(node, round_, attempts, delay, error.structured())
+            await self._sleep(delay)
+        return self._result(
+            node, spec, json_args, input_hash, round_, attempts, started_at, t0, output, error, fallback_for
+        )
+
+    def _result(
+        self,
+        node: PlanNode,
+        spec: ToolSpec,
+        json_args: dict[str, Any],
+        input_hash: str,
+        round_: int,
+        attempts: int,
+        started_at: float | None,
+        t0: float,
+        output: Any,
+        error: ExecutorError | None,
+        fallback_for: str | None,
+    ) -> NodeResult:
+        condition_passed: bool | None = None
+        output_sha: str | None = None
+        if error is None:
+            try:
+                output_sha = sha256_json(output)
+            except (TypeError, ValueError) as exc:
+                error, output = ToolOutputError(f"{spec.name}: output is not JSON: {exc}"), None
+        if error is None and node.success_condition is not None:
+            outcome = check_condition(node.success_condition, output, max_chars=self._config.max_condition_chars)
+            condition_passed = outcome.passed
+            error = outcome.error
+        result = NodeResult.model_construct(  # trusted values: skip re-validating the output
+            node_id=node.id,
+            tool=spec.name,
+            status="succeeded" if error is None else "failed",
+            round=round_,
+            tool_version=spec.version,
+            attempts=attempts,
+            started_at=started_at,
+            finished_at=self._wall_clock(),
+            duration_ms=round((self._monotonic() - t0) * 1000.0, 3),
+            args=json_args,
+            input_hash=input_hash,
+            output=output if output_sha is not None else None,
+            output_sha256=output_sha,
+            success_condition=node.success_condition,
+            condition_passed=condition_passed,
+            error=None if error is None else error.structured(),
+            fallback_for=fallback_for,
+        )
+        result.summary = summarize_result(result, max_chars=self._config.summary_chars)
+        return result
