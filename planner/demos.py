@@ -1,0 +1,86 @@
+"""Solved requests shown to the model as examples (retrieval-augmented planning).
+
+`DemonstrationSource` is the interface `retrieval.demos.DemonstrationIndex` (FAISS) also implements;
+`WordOverlapDemonstrations` is the small built-in one (word overlap) used until then and in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from planner.catalog import ToolCatalog
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    ("a", "an", "the", "and", "or", "of", "to", "for", "in", "on", "at", "with", "from", "by", "me", "my", "i"),
+) | frozenset(("we", "our", "us", "is", "are", "be", "it", "that", "this"))
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    request: str
+    plan: dict[str, Any]
+    score: float = 0.0
+    tenant: str | None = None
+
+    def tools(self) -> list[str]:
+        return [str(node.get("tool")) for node in self.plan.get("nodes", [])]
+
+
+class DemonstrationSource(Protocol):
+    def search(self, request: str, k: int, *, tenant: str | None) -> list[Demonstration]: ...
+
+
+def words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+class WordOverlapDemonstrations:
+    """Scores by Jaccard overlap of content words; tenant-specific demos are only seen by that tenant."""
+
+    def __init__(self, demos: Sequence[Demonstration]) -> None:
+        self.demos = list(demos)
+        self._words = [words(d.request) for d in self.demos]
+
+    @classmethod
+    def from_jsonl(cls, path: Path) -> WordOverlapDemonstrations:
+        return cls(load_demonstrations(path))
+
+    def search(self, request: str, k: int, *, tenant: str | None) -> list[Demonstration]:
+        query = words(request)
+        scored = []
+        for demo, demo_words in zip(self.demos, self._words, strict=True):
+            if demo.tenant is not None and demo.tenant != tenant:
+                continue
+            union = query | demo_words
+            score = len(query & demo_words) / len(union) if union else 0.0
+            scored.append((score, demo))
+        scored.sort(key=lambda pair: -pair[0])
+        return [Demonstration(d.request, d.plan, round(s, 4), d.tenant) for s, d in scored[:k] if s > 0]
+
+
+def load_demonstrations(path: Path) -> list[Demonstration]:
+    demos = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            demos.append(Demonstration(row["request"], row["plan"], 0.0, row.get("tenant")))
+    return demos
+
+
+def usable(demos: Iterable[Demonstration], catalog: ToolCatalog) -> list[Demonstration]:
+    """Demonstrations whose every tool and argument name exists in the catalog."""
+    kept = []
+    for demo in demos:
+        nodes = demo.plan.get("nodes", [])
+        if nodes and all(
+            node.get("tool") in catalog and set(node.get("args", {})) <= set(catalog.get(node["tool"]).properties)
+            for node in nodes
+        ):
+            kept.append(demo)
+    return kept
