@@ -37,9 +37,10 @@ logger = logging.getLogger("planstack.executors.runs")
 
 
 class Replanner(Protocol):
-    """Writes a new plan after a failure. `completed` maps node id → observation summary."""
+    """Writes a new plan after a failure. `completed` maps node id → observation summary; `tenant` is the
+    run's tenant, so that whatever the replanner caches or salts stays inside it."""
 
-    async def replan(self, request: str, failure_summary: str, completed: dict[str, str]) -> Plan: ...
+    async def replan(self, request: str, failure_summary: str, completed: dict[str, str], *, tenant: str) -> Plan: ...
 
 
 class RunView(BaseModel):
@@ -251,7 +252,7 @@ class RunService:
             summary = failure_summary(record.plan, outcome)
             completed = {nid: r.summary for nid, r in sorted(outcome.results.items()) if r.status == "succeeded"}
             try:
-                new_plan = await self.replanner.replan(record.request, summary, completed)
+                new_plan = await self.replanner.replan(record.request, summary, completed, tenant=record.tenant)
             except Exception as exc:
                 error = structured_error(f"re-planning failed: {type(exc).__name__}: {exc}", "replan_failed")
                 await self._finish(live, run_id, "failed", {**error, "round": record.round, "failures": failures})

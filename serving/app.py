@@ -7,7 +7,6 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
@@ -16,6 +15,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from executors.runs import RunService
+from executors.scheduler import DagScheduler
+from executors.store import SqliteRunStore
 from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
@@ -23,12 +25,16 @@ from serving.dependencies import Services
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.isolation import CacheSalter, load_or_create_secret
 from serving.metrics import GatewayMetrics
+from serving.planning import PlanningGateway, RunGateway, TenantReplanner
 from serving.routes import chat as chat_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
 from serving.routes import models as models_route
+from serving.routes import plans as plans_route
+from serving.routes import runs as runs_route
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
+from serving.stack import Domain, build_domain
 from serving.upstream import EngineClient
 
 logger = logging.getLogger("planstack.gateway")
@@ -98,9 +104,10 @@ def create_app(
     engine_model: str,
     model_dir: Path | None,
     http: httpx.AsyncClient | None = None,
-    extras: dict[str, Any] | None = None,
+    domain: Domain | None = None,
 ) -> FastAPI:
-    """Build the gateway. `http` (the engine connection pool) may be injected; else one is made here."""
+    """Build the gateway. `http` (the engine connection pool) and `domain` (planner, tools, run store)
+    may be injected; else they are built here from `settings`."""
     metrics = GatewayMetrics()
     own_http = http is None
     client = http or httpx.AsyncClient(
@@ -117,6 +124,8 @@ def create_app(
     worker = CompileWorker(model_dir, backend) if model_dir is not None else None
     guard = SchemaGuard(settings.schema_guard, backend, metrics, worker)
     salter = CacheSalter(settings.isolation.scope, secret)
+    domain = domain or build_domain(settings, engine_model=engine_model, http=client)
+    planning = PlanningGateway(domain.planner, salter, metrics)
     services = Services(
         settings=settings,
         auth=ApiKeyAuth.from_spec(settings.api_keys.get_secret_value() if settings.api_keys else None),
@@ -126,14 +135,22 @@ def create_app(
         guard=guard,
         chat=ChatService(settings, engine, engine_model, salter, guard, metrics),
         engine_model=engine_model,
-        extras=extras or {},
+        planning_gateway=planning,
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        store = SqliteRunStore(domain.run_store_path)
+        runs = RunService(
+            store, DagScheduler(domain.registry, settings.executors), replanner=TenantReplanner(domain.planner, salter)
+        )
+        services.run_gateway = RunGateway(runs, planning)
         try:
             yield
         finally:
+            services.run_gateway = None
+            await runs.aclose()
+            store.close()
             guard.close()
             if own_http:
                 await client.aclose()
@@ -141,7 +158,7 @@ def create_app(
     app = FastAPI(title="planstack", version=__version__, lifespan=lifespan)
     app.state.services = services
     app.state.started_at = time.time()
-    for module in (models_route, chat_route, health_route, metrics_route):
+    for module in (models_route, chat_route, plans_route, runs_route, health_route, metrics_route):
         app.include_router(module.router)
     install_error_funnel(app, services.metrics)
     app.add_middleware(MetricsMiddleware, metrics=services.metrics)

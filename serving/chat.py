@@ -71,9 +71,23 @@ class ChatService:
         self, request: ChatCompletionRequest, principal: Principal, session: str | None
     ) -> dict[str, Any]:
         """Check the request against every gateway rule; the body to send to the engine."""
-        limits = self._settings.gateway
         if request.model != self.engine_model:
             raise ModelNotFoundError(f"the model {request.model!r} does not exist", param="model")
+        self.check_limits(request)
+        fmt = request.response_format
+        if fmt is not None and fmt.type == "json_schema":
+            if fmt.json_schema is None:
+                raise InvalidRequestError(
+                    "response_format.json_schema is required when type is json_schema",
+                    param="response_format.json_schema",
+                )
+            await self._guard.check(fmt.json_schema.schema_)
+        salt = self._salter.salt(principal.tenant, session)
+        return request.engine_body(model=self.engine_model, cache_salt=salt)
+
+    def check_limits(self, request: ChatCompletionRequest) -> None:
+        """The rules every chat request obeys, whichever model answers it."""
+        limits = self._settings.gateway
         extras = request.extras()
         if "cache_salt" in extras and self._settings.isolation.client_salt == "reject":
             raise InvalidRequestError(
@@ -96,16 +110,6 @@ class ChatService:
                 f"max_tokens {tokens} is above this server's limit of {limits.max_tokens_limit}",
                 param="max_tokens",
             )
-        fmt = request.response_format
-        if fmt is not None and fmt.type == "json_schema":
-            if fmt.json_schema is None:
-                raise InvalidRequestError(
-                    "response_format.json_schema is required when type is json_schema",
-                    param="response_format.json_schema",
-                )
-            await self._guard.check(fmt.json_schema.schema_)
-        salt = self._salter.salt(principal.tenant, session)
-        return request.engine_body(model=self.engine_model, cache_salt=salt)
 
     async def complete(self, body: dict[str, Any]) -> bytes:
         self._slots.acquire()

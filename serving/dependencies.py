@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -11,9 +11,10 @@ from pydantic import BaseModel, ValidationError
 
 from serving.auth import ApiKeyAuth, Principal
 from serving.chat import ChatService
-from serving.errors import InvalidRequestError, PayloadTooLargeError
+from serving.errors import EngineUnavailableError, InvalidRequestError, PayloadTooLargeError
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
+from serving.planning import PlanningGateway, RunGateway
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
 from serving.upstream import EngineClient
@@ -33,7 +34,18 @@ class Services:
     guard: SchemaGuard
     chat: ChatService
     engine_model: str
-    extras: dict[str, Any] = field(default_factory=dict)
+    planning_gateway: PlanningGateway | None = None
+    run_gateway: RunGateway | None = None
+
+    def planning(self) -> PlanningGateway:
+        if self.planning_gateway is None:
+            raise EngineUnavailableError("the planner is not available in this gateway")
+        return self.planning_gateway
+
+    def runs(self) -> RunGateway:
+        if self.run_gateway is None:
+            raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.run_gateway
 
 
 def services(request: Request) -> Services:

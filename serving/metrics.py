@@ -38,6 +38,9 @@ class GatewayMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.plans = Counter(
+            "planstack_plans_total", "Plans produced, by the path that produced them", ["path"], registry=self.registry
+        )
         self.plan_cache = Counter(
             "planstack_plan_cache_total", "Plan cache lookups", ["outcome"], registry=self.registry
         )

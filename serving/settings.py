@@ -20,6 +20,10 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from executors.config import ExecutorConfig
+from planner.config import PlannerConfig
+from retrieval.config import RetrievalConfig
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = Path(os.environ.get("PLANSTACK_CONFIG_DIR", REPO_ROOT / "configs"))
 DEFAULT_HOME = Path(os.environ.get("PLANSTACK_HOME", Path.home() / ".cache" / "planstack"))
@@ -139,6 +143,9 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)  # type: ignore[arg-type]
     isolation: IsolationSettings = Field(default_factory=IsolationSettings)  # type: ignore[arg-type]
     schema_guard: SchemaGuardSettings = Field(default_factory=SchemaGuardSettings)  # type: ignore[arg-type]
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)  # type: ignore[arg-type]
+    executors: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
 
     @field_validator("home", mode="after")
     @classmethod

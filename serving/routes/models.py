@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 
 from serving.auth import Principal
 from serving.dependencies import principal, services
+from serving.planning import PLANNER_MODEL
 
 router = APIRouter()
 
@@ -15,7 +16,7 @@ router = APIRouter()
 @router.get("/v1/models")
 async def list_models(request: Request, _: Principal = Depends(principal)) -> dict[str, Any]:
     svc = services(request)
-    names = [svc.engine_model, *svc.extras.get("virtual_models", [])]
+    names = [svc.engine_model] + ([PLANNER_MODEL] if svc.planning_gateway is not None else [])
     created = int(request.app.state.started_at)
     return {
         "object": "list",

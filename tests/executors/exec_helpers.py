@@ -120,7 +120,7 @@ class FakeReplanner:
         self.plans = list(plans)
         self.calls: list[tuple[str, str, dict[str, str]]] = []
 
-    async def replan(self, request: str, failure_summary: str, completed: dict[str, str]) -> Plan:
+    async def replan(self, request: str, failure_summary: str, completed: dict[str, str], *, tenant: str) -> Plan:
         self.calls.append((request, failure_summary, completed))
         return self.plans.pop(0)
 

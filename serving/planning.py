@@ -1,0 +1,187 @@
+"""Plans and runs behind the gateway: planner and executors errors become typed gateway errors here.
+
+`PlanningGateway` serves `POST /v1/plans` and the virtual `planner` chat model (the plan JSON as the
+message content); `RunGateway` serves `/v1/runs`. Both are tenant-scoped: the tenant comes from the
+API key, the cache salt from the server's isolation scope, never from the client.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from executors.errors import RunNotFound
+from executors.runs import RunService, RunView
+from planner.catalog import CatalogError
+from planner.plan import Plan
+from planner.service import PlannerService, PlanningFailed, PlanResult
+from serving.auth import Principal
+from serving.errors import (
+    EngineTimeoutError,
+    EngineUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    PlanstackError,
+)
+from serving.isolation import CacheSalter
+from serving.metrics import GatewayMetrics
+from serving.protocol import ChatCompletionRequest
+
+PLANNER_MODEL = "planner"
+RUN_ID_PATTERN = r"^run_[0-9a-f]{8,40}$"
+
+
+class PlanningFailedError(PlanstackError):
+    status = 422
+    type = "invalid_request_error"
+    code = "planning_failed"
+
+
+class PlanCreate(BaseModel):
+    """POST /v1/plans."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request: str = Field(min_length=1, max_length=4000, description="What the user wants, in natural language.")
+    tools: list[dict[str, JsonValue]] | None = Field(
+        None, max_length=128, description="Plan over exactly these tools (OpenAI `tools` format)."
+    )
+
+
+class RunCreate(BaseModel):
+    """POST /v1/runs: a request to plan and execute, or a given plan to execute."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request: str = Field(min_length=1, max_length=4000)
+    plan: Plan | None = Field(None, description="Execute this plan instead of planning the request.")
+    wait: bool = Field(False, description="Answer when the run has finished instead of at once (202).")
+
+
+def _planner_error(exc: Exception) -> PlanstackError:
+    from planner.llm import LLMTimeout, LLMUnavailable
+
+    if isinstance(exc, PlanningFailed):
+        return PlanningFailedError(f"no valid plan could be produced: {exc.reason}")
+    if isinstance(exc, CatalogError):
+        return InvalidRequestError(f"invalid tools: {exc}", param="tools")
+    if isinstance(exc, LLMUnavailable):
+        return EngineUnavailableError("the engine is not reachable", retry_after_s=5)
+    if isinstance(exc, LLMTimeout):
+        return EngineTimeoutError("the engine did not answer in time")
+    if isinstance(exc, ValueError):
+        return InvalidRequestError(str(exc), param="request")
+    raise exc
+
+
+class PlanningGateway:
+    def __init__(self, planner: PlannerService, salter: CacheSalter, metrics: GatewayMetrics) -> None:
+        self.planner = planner
+        self._salter = salter
+        self._metrics = metrics
+
+    async def plan(
+        self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
+    ) -> PlanResult:
+        salt = self._salter.salt(who.tenant, session)
+        try:
+            result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
+        except Exception as exc:  # noqa: BLE001 - every planner failure is mapped (or re-raised) below
+            raise _planner_error(exc) from exc
+        self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
+        self._metrics.plans.labels(result.path).inc()
+        return result
+
+    def check_plan(self, plan: Plan) -> None:
+        """A client-given plan must pass the same validation layers as a planned one."""
+        report = self.planner.validator(self.planner.catalog).validate(plan)
+        if not report.ok:
+            raise InvalidRequestError(f"the plan is invalid: {report.error}", param="plan")
+
+    async def chat(self, body: ChatCompletionRequest, who: Principal, session: str | None) -> dict[str, Any]:
+        """The `planner` model: the last user message is the request; the reply is the plan JSON."""
+        user = [m for m in body.messages if m.role == "user"]
+        if not user or not (text := _text(user[-1].content)).strip():
+            raise InvalidRequestError("the planner model needs a user message with the request", param="messages")
+        result = await self.plan(text, who, session, body.tools)
+        content = json.dumps(result.plan.model_dump(exclude_none=True), separators=(",", ":"))
+        return {
+            "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": PLANNER_MODEL,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            ],
+            "usage": result.usage,
+            "planstack": {"path": result.path, "fallback_reason": result.fallback_reason},
+        }
+
+
+async def as_sse(reply: dict[str, Any]) -> AsyncIterator[bytes]:
+    """A whole chat completion as one streamed chunk (the plan exists only once it is validated)."""
+    message = reply["choices"][0]["message"]
+    chunk = {
+        "id": reply["id"],
+        "object": "chat.completion.chunk",
+        "created": reply["created"],
+        "model": reply["model"],
+        "choices": [{"index": 0, "delta": message, "finish_reason": "stop"}],
+    }
+    yield f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.text for part in content)
+    return ""
+
+
+class TenantReplanner:
+    """The executors' Replanner: the planner, salted with the run's tenant like any other request."""
+
+    def __init__(self, planner: PlannerService, salter: CacheSalter) -> None:
+        self._planner = planner
+        self._salter = salter
+
+    async def replan(self, request: str, failure_summary: str, completed: dict[str, str], *, tenant: str) -> Plan:
+        salt = self._salter.salt(tenant)
+        return await self._planner.replan(request, failure_summary, completed, tenant=tenant, cache_salt=salt)
+
+
+class RunGateway:
+    def __init__(self, runs: RunService, planning: PlanningGateway) -> None:
+        self.runs = runs
+        self._planning = planning
+
+    async def create(self, body: RunCreate, who: Principal, session: str | None) -> tuple[RunView, dict[str, Any]]:
+        planned: dict[str, Any] = {"path": "given"}
+        if body.plan is None:
+            result = await self._planning.plan(body.request, who, session)
+            plan, planned = result.plan, {"path": result.path, "fallback_reason": result.fallback_reason}
+        else:
+            self._planning.check_plan(body.plan)
+            plan = body.plan
+        run_id = await self.runs.start(who.tenant, body.request, plan)
+        view = await self.runs.wait(who.tenant, run_id) if body.wait else self.get(who, run_id)
+        return view, planned
+
+    def get(self, who: Principal, run_id: str) -> RunView:
+        view = self.runs.get(who.tenant, run_id)
+        if view is None:  # another tenant's run does not exist for this one
+            raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
+        return view
+
+    async def resume(self, who: Principal, run_id: str) -> RunView:
+        try:
+            await self.runs.resume(who.tenant, run_id)
+        except RunNotFound as exc:
+            raise NotFoundError(f"run {run_id!r} not found", code="run_not_found") from exc
+        return self.get(who, run_id)

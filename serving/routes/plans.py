@@ -1,0 +1,22 @@
+"""POST /v1/plans: request text (+ optional OpenAI-format tools) → plan, validation report, timings, usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from serving.auth import Principal
+from serving.dependencies import parse_model, principal, read_json, services
+from serving.planning import PlanCreate
+from serving.routes.chat import SESSION_HEADER
+
+router = APIRouter()
+
+
+@router.post("/v1/plans")
+async def create_plan(request: Request, who: Principal = Depends(principal)) -> dict[str, Any]:
+    svc = services(request)
+    body = parse_model(PlanCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
+    result = await svc.planning().plan(body.request, who, request.headers.get(SESSION_HEADER), body.tools)
+    return result.as_dict()

@@ -1,0 +1,56 @@
+"""/v1/runs: plan + execute (or execute a given plan), poll a run, follow it as SSE, resume it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from serving.auth import Principal
+from serving.dependencies import parse_model, principal, read_json, services
+from serving.errors import error_body
+from serving.planning import RUN_ID_PATTERN, RunCreate
+from serving.routes.chat import SESSION_HEADER
+
+router = APIRouter()
+RunId = Path(pattern=RUN_ID_PATTERN, max_length=48)
+
+
+@router.post("/v1/runs")
+async def create_run(request: Request, who: Principal = Depends(principal)) -> JSONResponse:
+    svc = services(request)
+    body = parse_model(RunCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
+    view, planned = await svc.runs().create(body, who, request.headers.get(SESSION_HEADER))
+    payload = {**view.model_dump(mode="json"), "planner": planned}
+    return JSONResponse(payload, status_code=200 if body.wait else 202)
+
+
+@router.get("/v1/runs/{run_id}")
+async def get_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
+    return services(request).runs().get(who, run_id).model_dump(mode="json")
+
+
+@router.post("/v1/runs/{run_id}/resume")
+async def resume_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
+    view = await services(request).runs().resume(who, run_id)
+    return view.model_dump(mode="json")
+
+
+@router.get("/v1/runs/{run_id}/events")
+async def run_events(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> StreamingResponse:
+    gateway = services(request).runs()
+    gateway.get(who, run_id)  # 404 before the stream starts, not inside it
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            async for event in gateway.runs.events(who.tenant, run_id):
+                yield f"event: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
+        except Exception as exc:  # noqa: BLE001 - a stream error becomes a final error event
+            _, body, _ = error_body(exc)
+            yield f"event: error\ndata: {json.dumps(body)}\n\n".encode()
+        yield b"event: done\ndata: {}\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
