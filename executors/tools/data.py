@@ -29,6 +29,7 @@ class DemoData:
     weather: dict[tuple[str, str], dict[str, Any]]
     knowledge: list[dict[str, Any]]
     checklists: dict[str, Any]
+    cities: dict[str, Any]  # cities.json: what `timetable.Timetable` generates flights, hotels... from
 
 
 def load_demo_data(directory: Path | None = None) -> DemoData:
@@ -57,6 +58,7 @@ def load_demo_data(directory: Path | None = None) -> DemoData:
         weather=weather,
         knowledge=read("knowledge.json"),
         checklists=read("checklists.json"),
+        cities=read("cities.json"),
     )
 
 
