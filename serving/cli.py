@@ -10,6 +10,8 @@ from types import FrameType
 
 import typer
 
+from retrieval.cli import app as index_app
+from serving.commands import register as register_product_commands
 from serving.engine.model_prep import prepare_model
 from serving.engine.process import EngineProcess, pid_alive, port_in_use, read_state
 from serving.engine.profiles import EngineProfile, load_profile
@@ -23,6 +25,8 @@ config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True
 app.add_typer(engine_app, name="engine")
 app.add_typer(model_app, name="model")
 app.add_typer(config_app, name="config")
+app.add_typer(index_app, name="index")
+register_product_commands(app)
 
 
 def _setup(verbose: bool = False) -> tuple[Settings, EngineProfile]:
