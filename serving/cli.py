@@ -165,6 +165,7 @@ def serve(
             host=settings.gateway.host,
             port=settings.gateway.port,
             log_level=settings.log_level,
+            access_log=settings.gateway.access_log,
             timeout_graceful_shutdown=5,
         )
     except KeyboardInterrupt:

@@ -82,6 +82,9 @@ class GatewaySettings(_Section):
     max_tokens_limit: int = Field(
         2048, gt=0, description="Largest `max_tokens`/`max_completion_tokens` a client may ask for."
     )
+    access_log: bool = Field(
+        False, description="Log every request line (uvicorn access log); /metrics counts requests either way."
+    )
     max_concurrent_upstream: int = Field(
         64, gt=0, description="Requests relayed to the engine at once; past it clients get 429 + Retry-After."
     )

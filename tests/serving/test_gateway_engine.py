@@ -201,3 +201,48 @@ def test_schemas_too_complex_to_compile_get_400_and_the_engine_survives(
         metrics = client.get("/metrics").text
     assert 'planstack_schema_checks_total{outcome="timeout"} 3.0' in metrics
     assert 'planstack_schema_checks_total{outcome="cached"} 3.0' in metrics
+
+
+# ---- the planner and runs through the gateway ----------------------------------------------------
+TRIP_REQUEST = "Find flights from Shanghai to Hangzhou on 2027-06-20 and the weather in Hangzhou that day."
+DEMO_TOOLS = {"search_flights", "search_hotels", "get_weather", "search_venues", "quote_catering", "check_budget",
+              "convert_currency", "lookup_knowledge", "review_result"}  # fmt: skip
+
+
+def test_plans_endpoint_planner_model_and_tenant_scoped_plan_cache(
+    gateway_factory: Callable[..., RunningGateway],
+) -> None:
+    gateway = gateway_factory()
+    request = f"{TRIP_REQUEST} (ref {uuid.uuid4().hex[:6]})"  # not cached by an earlier test
+    with gateway.client() as client:
+        detail = client.post("/v1/plans", json={"request": request}).json()
+    assert detail["path"] in {"model", "model_retry", "fallback"}
+    assert detail["validation"]["ok"] is True
+    assert {node["tool"] for node in detail["plan"]["nodes"]} <= DEMO_TOOLS
+    if detail["path"] == "fallback":  # the model's failed attempts are reported, never hidden
+        assert detail["fallback_reason"] and detail["attempts"]
+    # The same request as the `planner` chat model, with the openai client: tenant A may be served
+    # from its plan cache (only model-made plans are cached); tenant B never sees A's cache.
+    reply_a = sdk(gateway, KEY_A).chat.completions.create(model="planner", messages=[{"role": "user", "content": request}])
+    reply_b = sdk(gateway, KEY_B).chat.completions.create(model="planner", messages=[{"role": "user", "content": request}])
+    path_a = reply_a.model_extra["planstack"]["path"]  # type: ignore[index]
+    path_b = reply_b.model_extra["planstack"]["path"]  # type: ignore[index]
+    assert path_a == ("cache" if detail["path"] != "fallback" else "fallback")
+    assert path_b != "cache"
+    for reply in (reply_a, reply_b):
+        plan = json.loads(reply.choices[0].message.content or "")
+        assert plan["nodes"] and {node["tool"] for node in plan["nodes"]} <= DEMO_TOOLS
+    with gateway.client() as client:
+        metrics = client.get("/metrics").text
+    assert 'planstack_plan_cache_total{outcome="hit"}' in metrics or detail["path"] == "fallback"
+
+
+def test_planned_run_executes_end_to_end(gateway_factory: Callable[..., RunningGateway]) -> None:
+    gateway = gateway_factory()
+    with gateway.client() as client:
+        response = client.post("/v1/runs", json={"request": TRIP_REQUEST, "wait": True})
+    assert response.status_code == 200, response.text
+    run = response.json()
+    assert run["planner"]["path"] in {"model", "model_retry", "fallback", "cache"}
+    assert run["status"] == "succeeded", run.get("error")
+    assert run["nodes"] and all(node["status"] == "succeeded" for node in run["nodes"])
