@@ -75,6 +75,8 @@ async def read_json(request: Request, limit: int) -> Any:
         raise InvalidRequestError("the request body is not valid UTF-8", code="invalid_json") from exc
     except ValueError as exc:
         raise InvalidRequestError(f"the request body is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise InvalidRequestError("the request body nests too deeply", code="invalid_json") from exc
 
 
 def parse_model(model: type[ModelT], data: Any) -> ModelT:
