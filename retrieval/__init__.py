@@ -1,1 +1,55 @@
-"""planstack retrieval: embeddings, FAISS collections, ingestion and persistence."""
+"""planstack retrieval: embeddings, FAISS collections, ingestion and persistence.
+
+Modules (one concept each): `embedder` (Embedder interface, sentence-transformers model),
+`chunking` (Markdown/text → chunks), `collection` (FAISS index + chunk metadata), `store`
+(on-disk persistence, integrity checks, tenant scoping), `ingest` and `build` (documents and
+folders → collections), `knowledge` (KnowledgeBase for the executors' knowledge tool), `demos`
+(the planner's demonstration index), `config` (RetrievalConfig), `cli` (`planstack index`).
+
+The names below are importable from `retrieval` directly; they are loaded on first use, so that
+importing the package costs nothing (no FAISS or torch at import time).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from retrieval.config import RetrievalConfig
+    from retrieval.demos import Demonstration, DemonstrationIndex, InMemoryDemonstrationIndex
+    from retrieval.embedder import Embedder, SentenceTransformerEmbedder
+    from retrieval.errors import RetrievalError
+    from retrieval.knowledge import KnowledgeBase, Passage
+    from retrieval.store import IndexStore
+
+_EXPORTS = {
+    "RetrievalConfig": "retrieval.config",
+    "Demonstration": "retrieval.demos",
+    "DemonstrationIndex": "retrieval.demos",
+    "InMemoryDemonstrationIndex": "retrieval.demos",
+    "Embedder": "retrieval.embedder",
+    "SentenceTransformerEmbedder": "retrieval.embedder",
+    "RetrievalError": "retrieval.errors",
+    "KnowledgeBase": "retrieval.knowledge",
+    "Passage": "retrieval.knowledge",
+    "IndexStore": "retrieval.store",
+}
+__all__ = [
+    "Demonstration",
+    "DemonstrationIndex",
+    "Embedder",
+    "InMemoryDemonstrationIndex",
+    "IndexStore",
+    "KnowledgeBase",
+    "Passage",
+    "RetrievalConfig",
+    "RetrievalError",
+    "SentenceTransformerEmbedder",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'retrieval' has no attribute {name!r}")
