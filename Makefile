@@ -15,6 +15,7 @@ model: setup
 
 ## Set up everything on a fresh machine, start the engine and the gateway (Ctrl-C stops both).
 serve: model
+	@$(PLANSTACK) index build >/dev/null
 	@$(PLANSTACK) serve
 
 ## Run the whole test suite, the real-engine tests included.

@@ -66,7 +66,9 @@ def _config_from(obj: object) -> RetrievalConfig:
 
 @app.callback()
 def _main(ctx: typer.Context, home: HomeOption = None) -> None:
-    ctx.obj = _State(home.expanduser() if home else default_home(), _config_from(ctx.obj))
+    inherited = getattr(ctx.obj, "home", None)  # the main CLI passes its settings down
+    chosen = home or (Path(inherited) if inherited is not None else default_home())
+    ctx.obj = _State(chosen.expanduser(), _config_from(ctx.obj))
 
 
 def _fail(console: Console, exc: RetrievalError) -> typer.Exit:

@@ -29,6 +29,12 @@ app.add_typer(index_app, name="index")
 register_product_commands(app)
 
 
+@app.callback()
+def _root(ctx: typer.Context) -> None:
+    """Load the settings once; sub-commands (e.g. `index`) read them from the context."""
+    ctx.obj = load_settings()
+
+
 def _setup(verbose: bool = False) -> tuple[Settings, EngineProfile]:
     settings = load_settings()
     level = logging.DEBUG if verbose else getattr(logging, settings.log_level.upper())
