@@ -5,7 +5,7 @@ export PLANSTACK_HOME
 PY := .venv/bin/python
 PLANSTACK := .venv/bin/planstack
 
-.PHONY: setup model serve test test-unit lint typecheck bench-gateway clean-venv
+.PHONY: setup model serve test test-unit reliability lint bench-gateway clean-venv
 
 setup:
 	@scripts/bootstrap.sh >/dev/null
@@ -25,6 +25,11 @@ test: model
 ## Fast tests only (no real engine).
 test-unit: setup
 	@$(PY) -m pytest -m "not engine"
+
+## Reliability and security: load, faults (incl. a dedicated-engine kill), fuzzing, tenant isolation.
+reliability: model
+	@$(PY) -m pytest tests/reliability
+	@if curl -sf http://127.0.0.1:8001/health >/dev/null; then $(PY) -m benchmarks.reliability_load; fi
 
 lint: setup
 	@$(PY) -m ruff check serving planner executors retrieval benchmarks tests scripts

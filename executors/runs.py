@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from executors.errors import RunNotFound, structured_error
 from executors.observation import NodeResult, canonical_json
 from executors.scheduler import DagScheduler, ReuseKey, RoundOutcome, reuse_key
-from executors.store import TERMINAL_STATUSES, EventType, RunEvent, RunRecord, RunStatus, RunStore
+from executors.store import TERMINAL_STATUSES, EventType, RunEvent, RunRecord, RunStatus, RunStore, RunStoreError
 from planner.plan import Plan, PlanNode
 
 logger = logging.getLogger("planstack.executors.runs")
@@ -73,6 +73,7 @@ class _LiveRun:
     last_seq: int = 0
     finished: bool = False
     task: asyncio.Task[None] | None = None
+    store_error: RunStoreError | None = None  # the run stopped because the store failed
 
     def has_news(self, seen_seq: int) -> bool:
         return self.last_seq > seen_seq or self.finished
@@ -123,6 +124,8 @@ class RunService:
         live = self._live.get(run_id)
         if live is not None and live.tenant == tenant and live.task is not None:
             await asyncio.shield(live.task)
+            if live.store_error is not None:
+                raise live.store_error
         view = self.get(tenant, run_id)
         if view is None:
             raise RunNotFound(f"run {run_id!r} not found")
@@ -205,6 +208,11 @@ class RunService:
             await self._rounds(live, record)
         except asyncio.CancelledError:
             raise  # the process is stopping: the run stays `running` and can be resumed
+        except RunStoreError as exc:
+            # Not the run's fault, and the store cannot record a verdict anyway: the run stays
+            # `running` (reported `interrupted`) and is resumed once the store works again.
+            logger.error("run %s stopped: %s; resume it once the run store is writable", run_id, exc)
+            live.store_error = exc
         except Exception as exc:
             logger.exception("run %s crashed", run_id)
             error = structured_error(f"internal error: {type(exc).__name__}: {exc}", "internal_error")

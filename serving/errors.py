@@ -96,6 +96,15 @@ class EngineUnavailableError(PlanstackError):
     retryable = True
 
 
+class StoreUnavailableError(PlanstackError):
+    """The run store cannot be read or written (disk full, read-only); nothing was half-written."""
+
+    status = 503
+    type = "service_unavailable"
+    code = "run_store_unavailable"
+    retryable = True
+
+
 class EngineTimeoutError(PlanstackError):
     status = 504
     type = "timeout"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from executors.errors import RunNotFound
 from executors.runs import RunService, RunView
+from executors.store import RunStoreError
 from planner.catalog import CatalogError
 from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, PlanResult
@@ -27,6 +28,7 @@ from serving.errors import (
     InvalidRequestError,
     NotFoundError,
     PlanstackError,
+    StoreUnavailableError,
 )
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
@@ -61,6 +63,11 @@ class RunCreate(BaseModel):
     request: str = Field(min_length=1, max_length=4000)
     plan: Plan | None = Field(None, description="Execute this plan instead of planning the request.")
     wait: bool = Field(False, description="Answer when the run has finished instead of at once (202).")
+
+
+def store_unavailable(exc: RunStoreError) -> StoreUnavailableError:
+    """A run-store failure as the gateway's 503 (the store's path and internals stay in the log)."""
+    return StoreUnavailableError(f"the run store is unavailable: {exc.message}", retry_after_s=5)
 
 
 def _planner_error(exc: Exception) -> PlanstackError:

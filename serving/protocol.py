@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 
 class _Public(BaseModel):
@@ -17,6 +25,15 @@ class _Public(BaseModel):
 
     def extras(self) -> list[str]:
         return sorted((self.model_extra or {}).keys())
+
+    @model_serializer(mode="wrap")
+    def _declared_fields_only(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Unknown fields are never serialised, at any depth (e.g. a `cache_salt` inside a message)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in self.model_extra or {}:
+                data.pop(key, None)
+        return data
 
 
 class TextPart(_Public):

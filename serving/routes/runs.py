@@ -9,10 +9,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from executors.store import RunStoreError
 from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_json, services
 from serving.errors import error_body
-from serving.planning import RUN_ID_PATTERN, RunCreate
+from serving.planning import RUN_ID_PATTERN, RunCreate, store_unavailable
 from serving.routes.chat import SESSION_HEADER
 
 router = APIRouter()
@@ -49,7 +50,7 @@ async def run_events(request: Request, run_id: str = RunId, who: Principal = Dep
             async for event in gateway.runs.events(who.tenant, run_id):
                 yield f"event: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
         except Exception as exc:  # noqa: BLE001 - a stream error becomes a final error event
-            _, body, _ = error_body(exc)
+            _, body, _ = error_body(store_unavailable(exc) if isinstance(exc, RunStoreError) else exc)
             yield f"event: error\ndata: {json.dumps(body)}\n\n".encode()
         yield b"event: done\ndata: {}\n\n"
 
