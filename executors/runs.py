@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from executors.context import set_run_tenant
 from executors.errors import RunNotFound, structured_error
 from executors.observation import NodeResult, canonical_json
 from executors.scheduler import DagScheduler, ReuseKey, RoundOutcome, reuse_key
@@ -200,6 +201,7 @@ class RunService:
             live.changed.notify_all()
 
     async def _drive(self, tenant: str, run_id: str, live: _LiveRun, *, resumed: bool) -> None:
+        set_run_tenant(tenant)  # this task's context only: its tool calls see their own tenant
         try:
             record = self.store.get_run(tenant, run_id)
             if record is None:

@@ -50,14 +50,22 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# Tenants are the gateway's (serving/auth.py): letters, digits, '_', '.', '-', never starting with a dot.
+_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def validate_name(value: str, what: str = "collection") -> str:
-    """A collection or tenant name: lowercase letters, digits, '_' and '-', at most 64 characters."""
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
+    """A collection name (lowercase letters, digits, '_', '-') or a tenant id (as the gateway's API
+    keys allow: letters, digits, '_', '.', '-'); at most 64 characters, starting with a letter or digit,
+    so that neither can name a path outside its folder."""
+    if what == "tenant":
+        pattern, allowed = _TENANT, "A-Z, a-z, 0-9, '_', '.' or '-'"
+    else:
+        pattern, allowed = _NAME, "a-z, 0-9, '_' or '-'"
+    if not isinstance(value, str) or not pattern.fullmatch(value) or ".." in value:
         raise InvalidNameError(
             f"invalid {what} name {value!r}",
-            hint="use 1-64 characters of a-z, 0-9, '_' or '-', starting with a letter or digit",
+            hint=f"use 1-64 characters of {allowed}, starting with a letter or digit",
         )
     return value
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from executors.context import run_tenant
 from executors.registry import ToolRegistry
 
 Domain = Literal["travel", "venues", "catering", "contracts"]
@@ -88,7 +89,7 @@ def register_knowledge(registry: ToolRegistry, knowledge: KnowledgeSearch) -> No
         domain: Annotated[Domain | None, Field(description="Restrict to one collection.")] = None,
     ) -> KnowledgeAnswer:
         """Look up short passages in the knowledge base (travel tips, venues, catering, contract terms)."""
-        found = knowledge.search(query, k=3, domain=domain)
+        found = knowledge.search(query, k=3, domain=domain, tenant=run_tenant())
         passages = [PassageOut(text=p.text, source=p.source, score=float(p.score)) for p in found]
         return KnowledgeAnswer(passages=passages, top=passages[0].text if passages else "")
 

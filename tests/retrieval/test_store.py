@@ -155,8 +155,15 @@ def test_manifest_of_another_collection_is_refused(store: IndexStore, embedder: 
         _fresh(store).open(CollectionRef("venues"))
 
 
+@pytest.mark.parametrize("name", ["A", "a.b", "Tenant.A"])
+def test_tenant_ids_follow_the_gateway_but_collection_names_stay_lowercase(store: IndexStore, name: str) -> None:
+    assert store.ref("ok", tenant=name).tenant == name
+    with pytest.raises(InvalidNameError):
+        store.ref(name)
+
+
 @pytest.mark.parametrize(
-    "name", ["../x", "..", "a/b", "A", "", "-lead", "x" * 65, "with space", "a\x00b", "/abs", "é", "a.b"]
+    "name", ["../x", "..", "a/b", "", "-lead", "x" * 65, "with space", "a\x00b", "/abs", "é", ".hidden", "a..b"]
 )
 def test_invalid_collection_and_tenant_names(store: IndexStore, name: str) -> None:
     with pytest.raises(InvalidNameError):
