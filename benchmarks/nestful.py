@@ -97,7 +97,7 @@ def convert_value(value: Any, labels: dict[str, str], deps: set[str]) -> Any:
 
 def record_to_plan(output: list[dict[str, Any]]) -> dict[str, Any]:
     labels: dict[str, str] = {}
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for call in output:
         if call.get("name") == "var_result":
             continue

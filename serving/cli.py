@@ -10,6 +10,7 @@ from types import FrameType
 
 import typer
 
+from benchmarks.harness.cli import app as bench_app
 from retrieval.cli import app as index_app
 from serving.commands import register as register_product_commands
 from serving.engine.model_prep import prepare_model
@@ -26,6 +27,7 @@ app.add_typer(engine_app, name="engine")
 app.add_typer(model_app, name="model")
 app.add_typer(config_app, name="config")
 app.add_typer(index_app, name="index")
+app.add_typer(bench_app, name="bench")
 register_product_commands(app)
 
 

@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)  # type: ignore[arg-type]
     isolation: IsolationSettings = Field(default_factory=IsolationSettings)  # type: ignore[arg-type]
     schema_guard: SchemaGuardSettings = Field(default_factory=SchemaGuardSettings)  # type: ignore[arg-type]
-    planner: PlannerConfig = Field(default_factory=PlannerConfig)  # type: ignore[arg-type]
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
     executors: ExecutorConfig = Field(default_factory=ExecutorConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
 

@@ -80,3 +80,48 @@ def test_argument_names_and_values_are_normalised() -> None:
     )
     s = score(pred, P(FLIGHT))
     assert s.arg_value_acc == 1.0 and s.arg_name_f1 == pytest.approx(6 / 7) and s.full_match == 0
+
+
+def test_extra_node_lowers_precision_only() -> None:
+    extra = P(FLIGHT, HOTEL, BUDGET, ("n4", "get_weather", {"city": "Hangzhou", "date": "2027-06-20"}))
+    s = score(extra, GOLD)
+    assert s.node_f1 == pytest.approx(6 / 7)  # P=3/4, R=1
+    assert s.edge_f1 == 1.0 and s.arg_value_acc == 1.0 and s.full_match == 0
+
+
+def test_edge_to_an_unaligned_node_cannot_match() -> None:
+    gold = P(FLIGHT, ("n2", "get_weather", {"city": "$n1.cheapest.destination", "date": "2027-06-20"}))
+    pred = P(
+        ("n1", "search_trains", {"origin": "Shanghai", "destination": "Hangzhou", "date": "2027-06-20"}),
+        ("n2", "get_weather", {"city": "$n1.cheapest.destination", "date": "2027-06-20"}),
+    )
+    s = score(pred, gold)
+    assert s.node_f1 == pytest.approx(0.5) and s.edge_f1 == 0.0
+    assert s.arg_value_acc == pytest.approx(1 / 5)  # only the weather date: the reference points elsewhere
+
+
+def test_depends_on_edges_count_like_references() -> None:
+    gold = P(FLIGHT, HOTEL)
+    ordered = Plan.model_validate(
+        {
+            "nodes": [
+                {"id": "n1", "tool": FLIGHT[1], "args": FLIGHT[2]},
+                {**dict(zip(("id", "tool", "args"), HOTEL, strict=True)), "depends_on": ["n1"]},
+            ]
+        }
+    )
+    s = score(ordered, gold)
+    assert s.edge_f1 == 0.0 and s.node_f1 == 1.0 and s.full_match == 0  # one spurious edge, gold has none
+    assert score(P(FLIGHT), P(FLIGHT)).edge_f1 == 1.0  # no edges on either side: 1.0
+
+
+def test_wrong_tools_score_zero_but_stay_schema_valid() -> None:
+    s = score(P(("n1", "get_weather", {"city": "Hangzhou", "date": "2027-06-20"})), P(FLIGHT))
+    assert s.schema_valid == 1 and s.node_f1 == 0 and s.arg_name_f1 == 0 and s.arg_value_acc == 0
+
+
+def test_mean_scores_averages_each_metric() -> None:
+    from benchmarks.metrics import mean_scores
+
+    means = mean_scores([score(GOLD, GOLD), score(None, GOLD)])
+    assert means["node_f1"] == 0.5 and means["full_match"] == 0.5 and mean_scores([]) == {}

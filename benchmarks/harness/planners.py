@@ -1,0 +1,149 @@
+"""Where a benchmarked plan comes from: the planner in-process, the gateway, or a nearest-neighbour copy.
+
+Every source answers `plan(case) -> Outcome`, whose `path` says what produced the plan: the planner's
+own paths (`model`, `model_retry`, `fallback`, `cache`), `failed` (no valid plan: PlanningFailed /
+HTTP 422), `error:<status>` (transport or server error), `copy` / `none` for the nearest copy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Protocol
+
+import httpx
+
+from benchmarks.harness.datasets import Case, Dataset
+from benchmarks.harness.demos import ExampleIndex
+from planner.catalog import ToolCatalog
+from planner.config import PlannerConfig
+from planner.llm import PlannerLLM
+from planner.plan import Plan
+from planner.service import PlannerService, PlanningFailed
+
+MODEL_PATHS = frozenset({"model", "model_retry", "cache"})  # the cache only ever stores model-path plans
+PRIMARY_PATHS = MODEL_PATHS | {"copy"}
+TENANT = "bench"
+
+
+@dataclass
+class Outcome:
+    plan: Plan | None
+    path: str
+    latency_s: float
+    completion_tokens: int = 0
+    attempts: int = 0
+    error: str | None = None
+
+
+class PlanSource(Protocol):
+    async def plan(self, case: Case) -> Outcome: ...
+
+
+def demo_domain_catalog() -> ToolCatalog:
+    """The demo domain's catalog exactly as serving/stack.py builds it from the executors' registry."""
+    from executors.tools import default_registry
+    from serving.stack import catalog_of
+
+    return catalog_of(default_registry())
+
+
+def planner_config(base: PlannerConfig, dataset: Dataset, variant: str) -> PlannerConfig:
+    """The production config (settings.planner) for one benchmark variant: no plan cache, the data
+    set's `today`; `unconstrained` = no grammar, one attempt, no fallback (the decoding baseline)."""
+    update: dict[str, Any] = {"cache_ttl_s": 0.0, "today": dataset.today or base.today or date.today()}
+    if dataset.tools is not None:  # long external specs: a 6-tool shortlist leaves room for 2 examples
+        update["prompt_max_tools"] = min(base.prompt_max_tools, 6)
+    if variant == "unconstrained":
+        update.update(strategy="unconstrained", max_retries=0, fallback_enabled=False)
+    return base.model_copy(update=update)
+
+
+def build_service(
+    base: PlannerConfig, dataset: Dataset, variant: str, llm: PlannerLLM, demos: ExampleIndex
+) -> PlannerService:
+    catalog = demo_domain_catalog() if dataset.tools is None else ToolCatalog.from_openai(dataset.tools)
+    service = PlannerService.from_config(planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos)
+    if dataset.tools is not None:
+        service.business_rules = []  # the configured business rules are the demo domain's
+    return service
+
+
+class ServicePlanner:
+    """A `PlannerService` called in-process (against `--engine-url`)."""
+
+    def __init__(self, service: PlannerService) -> None:
+        self.service = service
+
+    async def plan(self, case: Case) -> Outcome:
+        start = time.perf_counter()
+        try:
+            result = await self.service.plan(case.request, tenant=TENANT, cache_salt=TENANT)
+        except PlanningFailed as exc:
+            tokens = sum(a.completion_tokens for a in exc.attempts)
+            return Outcome(None, "failed", time.perf_counter() - start, tokens, len(exc.attempts), exc.reason[:300])
+        return Outcome(
+            result.plan,
+            result.path,
+            time.perf_counter() - start,
+            result.usage["completion_tokens"],
+            len(result.attempts),
+            result.fallback_reason,
+        )
+
+
+class GatewayPlanner:
+    """`POST {gateway}/v1/plans` with the data set's tools (OpenAI format) when it has its own."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str, api_key: str | None, tools: list[dict[str, Any]] | None):
+        self.http = http
+        self.url = url.rstrip("/") + "/v1/plans"
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.tools = tools
+
+    async def plan(self, case: Case) -> Outcome:
+        body: dict[str, Any] = {"request": case.request}
+        if self.tools is not None:
+            body["tools"] = self.tools
+        start = time.perf_counter()
+        try:
+            response = await self.http.post(self.url, json=body, headers=self.headers)
+        except httpx.HTTPError as exc:
+            return Outcome(None, "error:transport", time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
+        latency = time.perf_counter() - start
+        if response.status_code == 422:
+            return Outcome(None, "failed", latency, error=_message(response))
+        if response.status_code != 200:
+            return Outcome(None, f"error:{response.status_code}", latency, error=_message(response))
+        data = response.json()
+        usage = data.get("usage") or {}
+        return Outcome(
+            Plan.model_validate(data["plan"]),
+            str(data.get("path", "model")),
+            latency,
+            int(usage.get("completion_tokens", 0)),
+            len(data.get("attempts") or []),
+            data.get("fallback_reason"),
+        )
+
+
+class NearestCopy:
+    """Baseline without a model: the plan of the most similar request in the example index."""
+
+    def __init__(self, index: ExampleIndex) -> None:
+        self.index = index
+
+    async def plan(self, case: Case) -> Outcome:
+        start = time.perf_counter()
+        found = self.index.nearest_plan(case.request)
+        if found is None:
+            return Outcome(None, "none", time.perf_counter() - start, error="the example index is empty")
+        return Outcome(Plan.model_validate(found), "copy", time.perf_counter() - start)
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("error", {}).get("message", ""))[:300]
+    except ValueError:
+        return response.text[:300]
