@@ -19,6 +19,7 @@ from executors.errors import RunNotFound
 from executors.runs import RunService, RunView
 from executors.store import RunStoreError
 from planner.catalog import CatalogError
+from planner.llm import LLMTimeout, LLMUnavailable
 from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, PlanResult
 from serving.auth import Principal
@@ -70,22 +71,6 @@ def store_unavailable(exc: RunStoreError) -> StoreUnavailableError:
     return StoreUnavailableError(f"the run store is unavailable: {exc.message}", retry_after_s=5)
 
 
-def _planner_error(exc: Exception) -> PlanstackError:
-    from planner.llm import LLMTimeout, LLMUnavailable
-
-    if isinstance(exc, PlanningFailed):
-        return PlanningFailedError(f"no valid plan could be produced: {exc.reason}")
-    if isinstance(exc, CatalogError):
-        return InvalidRequestError(f"invalid tools: {exc}", param="tools")
-    if isinstance(exc, LLMUnavailable):
-        return EngineUnavailableError("the engine is not reachable", retry_after_s=5)
-    if isinstance(exc, LLMTimeout):
-        return EngineTimeoutError("the engine did not answer in time")
-    if isinstance(exc, ValueError):
-        return InvalidRequestError(str(exc), param="request")
-    raise exc
-
-
 class PlanningGateway:
     def __init__(self, planner: PlannerService, salter: CacheSalter, metrics: GatewayMetrics) -> None:
         self.planner = planner
@@ -98,8 +83,16 @@ class PlanningGateway:
         salt = self._salter.salt(who.tenant, session)
         try:
             result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
-        except Exception as exc:  # noqa: BLE001 - every planner failure is mapped (or re-raised) below
-            raise _planner_error(exc) from exc
+        except PlanningFailed as exc:
+            raise PlanningFailedError(f"no valid plan could be produced: {exc.reason}") from exc
+        except CatalogError as exc:  # a ValueError too: keep it before the generic case
+            raise InvalidRequestError(f"invalid tools: {exc}", param="tools") from exc
+        except ValueError as exc:  # empty or over-long request
+            raise InvalidRequestError(str(exc), param="request") from exc
+        except LLMUnavailable as exc:
+            raise EngineUnavailableError("the engine is not reachable", retry_after_s=5) from exc
+        except LLMTimeout as exc:
+            raise EngineTimeoutError("the engine did not answer in time") from exc
         self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
         self._metrics.plans.labels(result.path).inc()
         return result
