@@ -30,6 +30,7 @@ from planner.fallback import FallbackError
 from planner.llm import PlannerLLM, VLLMChatClient
 from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, demo_catalog
+from planner.slots import extract_values
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -142,9 +143,23 @@ def compile_report(model_dir: Path, timeout_s: float, sizes: Sequence[int]) -> d
             print(rows[-1], flush=True)
 
     default = GrammarConfig()
+    config = PlannerConfig(today=date(2026, 11, 30))
+    sample = PlannerService.from_config(config, llm=None, catalog=demo)  # type: ignore[arg-type]
+
+    def request_values(request: str) -> Any:
+        return extract_values(request, sample.intent_of(request), sample.slot_kinds)
+
+    glaive_values = request_values(nestful.load_cases("glaive")[0].request)
     for n in sizes:
         catalog = ToolCatalog.from_defs(list(glaive)[:n])
         builder = SchemaBuilder(default, 6)
+        measure(
+            "glaive",
+            n,
+            "stage 2: args, every tool, node 3 (ref enum), values of a request",
+            [builder.args_schema(t, list(catalog)[:2], glaive_values) for t in catalog],
+            "production",
+        )
         measure("glaive", n, "stage 1: tool list (≤6 of enum)", [builder.tools_schema(catalog)], "default")
         measure(
             "glaive", n, "stage 2: args, every tool, node 1", [builder.args_schema(t, []) for t in catalog], "default"
@@ -159,8 +174,8 @@ def compile_report(model_dir: Path, timeout_s: float, sizes: Sequence[int]) -> d
         )
         measure("glaive", n, "one-shot plan (≤6 nodes, anyOf per tool)", [builder.plan_schema(catalog)], "default")
     variants = {
-        "default (strings unbounded, optional nullable, ref enum)": default,
-        "strings maxLength 40": default.model_copy(update={"string_max_length": 40}),
+        "default, no request values (every string free, ASCII class ≤ 32)": default,
+        'free strings as [^"\\\\]{1,40}': default.model_copy(update={"free_string_pattern": '^[^"\\\\]{1,40}$'}),
         "optional args as JSON-Schema optional": default.model_copy(update={"optional_args": "optional"}),
         "references as pattern": default.model_copy(update={"reference_mode": "pattern"}),
     }
@@ -174,6 +189,16 @@ def compile_report(model_dir: Path, timeout_s: float, sizes: Sequence[int]) -> d
             [builder.args_schema(t, upstream) for t in demo],
             label,
         )
+    travel_values = request_values(
+        "Flights Shanghai to Hangzhou on June 20, a family hotel near West Lake under 2000 CNY for 2 nights"
+    )
+    measure(
+        "demo",
+        len(demo),
+        "stage 2: args, every tool, node 3, values of a request",
+        [SchemaBuilder(default, 6).args_schema(t, upstream, travel_values) for t in demo],
+        "production",
+    )
     measure(
         "demo", len(demo), "stage 1: tool list (≤6 of enum)", [SchemaBuilder(default, 6).tools_schema(demo)], "default"
     )
@@ -234,6 +259,7 @@ VARIANTS = [
     Variant("grammar, zero-shot (model only)", "staged", 0, False),
     Variant("no grammar+examples (model only)", "unconstrained", 2, False),
 ]
+VARIANT_KEYS = {"production": 0, "model": 1, "zeroshot": 2, "nogrammar": 3}
 
 
 class LeaveOneOut:
@@ -276,7 +302,7 @@ async def run_variant(
     svc.business_rules = business_rules
     model_scores, final_scores, latencies, tokens, per_token, rows = [], [], [], [], [], []
     paths: dict[str, int] = {}
-    first_valid = 0
+    first_valid = first_schema_valid = first_cut = skeletons = calls = 0
     for i, case in enumerate(cases, 1):
         print(f"\r{progress} {variant.name}: {i}/{len(cases)}", end="", flush=True)
         start = time.perf_counter()
@@ -288,6 +314,12 @@ async def run_variant(
         latencies.append(time.perf_counter() - start)
         paths[path] = paths.get(path, 0) + 1
         first_valid += int(bool(attempts) and attempts[0].error is None)
+        first = attempts[0] if attempts else None
+        # schema-valid: parses and passes schema, DAG and argument layers (business rules counted apart)
+        first_schema_valid += int(first is not None and first.error_layer in (None, "rules"))
+        first_cut += int(first is not None and first.error_layer == "schema" and "cut off" in (first.error or ""))
+        skeletons += int(first is not None and first.skeleton)
+        calls += sum(a.calls for a in attempts)
         tokens.append(sum(a.completion_tokens for a in attempts))
         per_token.extend(a.decode_s_per_token for a in attempts if a.decode_s_per_token)
         from_model = plan if path in ("model", "model_retry") else None
@@ -309,6 +341,10 @@ async def run_variant(
         "n": n,
         "paths": paths,
         "first_attempt_valid_rate": round(first_valid / n, 3),
+        "first_attempt_schema_valid_rate": round(first_schema_valid / n, 3),
+        "first_attempt_cut_off": first_cut,
+        "skeleton_rate": round(skeletons / n, 3),
+        "engine_calls_mean": round(calls / n, 2),
         "model_valid_rate": round(sum(paths.get(p, 0) for p in ("model", "model_retry")) / n, 3),
         "fallback_rate": round(paths.get("fallback", 0) / n, 3),
         "model_path_accuracy": metrics.mean_scores(model_scores),
@@ -350,15 +386,18 @@ def load_travel(limit: int | None) -> list[Case]:
 async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     base = PlannerConfig(today=date(2026, 11, 30), max_tokens_cap=args.max_tokens)
     report: dict[str, Any] = {"engine_url": args.engine_url, "model": args.model, "datasets": {}}
+    if args.merge and (RESULTS / "planner.json").is_file():
+        report = json.loads((RESULTS / "planner.json").read_text())
+    chosen = [VARIANTS[VARIANT_KEYS[k]] for k in args.variants]
     rules = yaml.safe_load(base.rules_path.read_text())["rules"]
     async with httpx.AsyncClient() as http:
         llm = VLLMChatClient(args.engine_url, args.model, http, timeout_s=300)
         travel_catalog = demo_catalog()
         travel = load_travel(args.limit)
         travel_demos = WordOverlapDemonstrations.from_jsonl(base.demonstrations_path)
-        sets: list[tuple[str, list[Case], ToolCatalog, DemonstrationSource, list[dict[str, Any]]]] = [
-            ("travel_meeting", travel, travel_catalog, travel_demos, rules)
-        ]
+        sets: list[tuple[str, list[Case], ToolCatalog, DemonstrationSource, list[dict[str, Any]]]] = []
+        if args.limit:
+            sets.append(("travel_meeting", travel, travel_catalog, travel_demos, rules))
         for split in args.nestful:
             all_cases = [Case(c.id, c.request, Plan.model_validate(c.plan)) for c in nestful.load_cases(split)]
             catalog = ToolCatalog.from_openai(nestful.load_tools(split))
@@ -373,10 +412,14 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 "baselines": baselines(cases, catalog, demos, svc),
                 "variants": [],
             }
-            for variant in VARIANTS:
+            old = report["datasets"].get(name)
+            if old is not None and old["n"] == entry["n"]:  # keep variants measured by an earlier run
+                entry["variants"] = [v for v in old["variants"] if v["variant"] not in {c.name for c in chosen}]
+            for variant in chosen:
                 if variant.pipeline and not name.startswith("travel"):
                     continue  # the fallback rules only cover the demo domain
                 entry["variants"].append(await run_variant(variant, cases, catalog, demos, llm, base, business, name))
+                entry["variants"].sort(key=lambda v: [x.name for x in VARIANTS].index(v["variant"]))
                 report["datasets"][name] = entry
                 _write(report)
     return report
@@ -403,16 +446,17 @@ def planner_markdown(report: dict[str, Any]) -> str:
         lines += [
             f"## {name} (n = {entry['n']}, {entry['tools']} tools)",
             "",
-            "| variant | valid 1st try | model valid | fallback | p50 s | p95 s | out tokens | ms/token | "
-            + " | ".join(keys)
-            + " |",
-            "|---" * (8 + len(keys)) + "|",
+            "| variant | schema-valid 1st | valid 1st (incl. rules) | cut off | model valid | fallback | skeleton | "
+            "calls | p50 s | p95 s | out tokens | ms/token | " + " | ".join(keys) + " |",
+            "|---" * (12 + len(keys)) + "|",
         ]
         for v in entry["variants"]:
             acc = v["model_path_accuracy"]
             lines.append(
-                f"| {v['variant']} | {v['first_attempt_valid_rate']} | {v['model_valid_rate']} | "
-                f"{v['fallback_rate']} | {v['latency_p50_s']} | {v['latency_p95_s']} | "
+                f"| {v['variant']} | {v.get('first_attempt_schema_valid_rate')} | {v['first_attempt_valid_rate']} | "
+                f"{v.get('first_attempt_cut_off')} | {v['model_valid_rate']} | {v['fallback_rate']} | "
+                f"{v.get('skeleton_rate')} | {v.get('engine_calls_mean')} | "
+                f"{v['latency_p50_s']} | {v['latency_p95_s']} | "
                 f"{v['output_tokens_mean']} | {v['decode_ms_per_token']} | "
                 + " | ".join(str(acc.get(k)) for k in keys)
                 + " |"
@@ -420,13 +464,15 @@ def planner_markdown(report: dict[str, Any]) -> str:
             if v.get("final_accuracy_incl_fallback"):
                 final = v["final_accuracy_incl_fallback"]
                 lines.append(
-                    "| ↳ final plans incl. fallback | | | | | | | | "
+                    "| ↳ final plans incl. fallback | | | | | | | | | | | | "
                     + " | ".join(str(final.get(k)) for k in keys)
                     + " |"
                 )
         for label, acc in entry["baselines"].items():
             lines.append(
-                f"| baseline: {label} (no model) | | | | | | | | " + " | ".join(str(acc.get(k)) for k in keys) + " |"
+                f"| baseline: {label} (no model) | | | | | | | | | | | | "
+                + " | ".join(str(acc.get(k)) for k in keys)
+                + " |"
             )
         lines.append("")
     return "\n".join(lines) + "\n"
@@ -444,8 +490,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument("--model", default="smollm2-135m-instruct")
     run.add_argument("--limit", type=int, default=20, help="travel/meeting requests")
     run.add_argument("--nestful", nargs="*", default=["sgd"], help="NESTFUL splits (sgd, glaive)")
-    run.add_argument("--nestful-limit", type=int, default=20)
-    run.add_argument("--max-tokens", type=int, default=300, help="cap on max_tokens per engine call")
+    run.add_argument("--nestful-limit", type=int, default=15)
+    run.add_argument("--max-tokens", type=int, default=512, help="cap on max_tokens per engine call")
+    run.add_argument(
+        "--variants",
+        nargs="+",
+        default=["production", "zeroshot", "nogrammar"],
+        choices=sorted(VARIANT_KEYS),
+        help="which variants to run (the baselines always run; no engine needed for them)",
+    )
+    run.add_argument("--merge", action="store_true", help="keep other datasets/variants of results/planner.json")
     args = parser.parse_args(argv)
     if args.command == "run":
         asyncio.run(run_all(args))

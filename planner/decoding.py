@@ -9,9 +9,11 @@ from typing import Any
 
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
+from planner.demos import Demonstration, skeleton_refs
 from planner.grammar import SchemaBuilder, max_tokens_for
 from planner.llm import Completion, Message, PlannerLLM
-from planner.prompts import PromptBook
+from planner.prompts import PromptBook, compact
+from planner.slots import SlotValues
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
@@ -32,6 +34,7 @@ class Decoded:
     error: DecodeError | None = None
     calls: list[Completion] = field(default_factory=list)
     raw_parts: list[str] = field(default_factory=list)
+    skeleton: bool = False  # tools and references came from a demonstration's plan
 
     @property
     def raw_text(self) -> str:
@@ -97,19 +100,42 @@ class PlanDecoder:
         self.schemas = SchemaBuilder(config.grammar, config.max_nodes)
 
     async def decode(
-        self, messages: list[Message], catalog: ToolCatalog, *, cache_salt: str | None, strategy: str | None = None
+        self,
+        messages: list[Message],
+        catalog: ToolCatalog,
+        *,
+        cache_salt: str | None,
+        strategy: str | None = None,
+        values: SlotValues | None = None,
+        skeleton: Demonstration | None = None,
     ) -> Decoded:
         strategy = strategy or self.config.strategy
         if strategy == "staged":
-            return await self.staged(messages, catalog, cache_salt=cache_salt)
+            return await self.staged(messages, catalog, cache_salt=cache_salt, values=values, skeleton=skeleton)
         return await self.one_call(messages, catalog, cache_salt=cache_salt, constrained=strategy == "one_shot")
 
-    async def staged(self, messages: list[Message], catalog: ToolCatalog, *, cache_salt: str | None) -> Decoded:
+    async def staged(
+        self,
+        messages: list[Message],
+        catalog: ToolCatalog,
+        *,
+        cache_salt: str | None,
+        values: SlotValues | None = None,
+        skeleton: Demonstration | None = None,
+    ) -> Decoded:
+        """Stage 1 (tools) unless a skeleton gives them; then one call per node. Every call extends the
+        same conversation, so each prompt is the previous one plus two turns: the engine's prefix cache
+        (salted per tenant) serves the shared part."""
         out = Decoded()
         conversation = list(messages)
         schema = self.schemas.tools_schema(catalog)
+        forced = skeleton_refs(skeleton) if skeleton is not None else None
         try:
-            text = await self._call(out, conversation, schema, cache_salt)
+            if skeleton is not None:
+                text = compact({"tools": skeleton.tools()})
+                out.skeleton = True
+            else:
+                text = await self._call(out, conversation, schema, cache_salt)
             tools = parse_json_object(text).get("tools")
             if not isinstance(tools, list) or not tools or not all(t in catalog for t in tools):
                 raise DecodeError(f"expected {{'tools': [known tool names]}}, got {text[:200]}", text)
@@ -122,7 +148,8 @@ class PlanDecoder:
                     {"role": "user", "content": self.prompts.node(node_id, name)},
                 ]
                 upstream = [catalog.get(t) for t in tools[: index - 1]]
-                schema = self.schemas.args_schema(catalog.get(name), upstream)
+                refs = forced[index - 1] if forced is not None else None
+                schema = self.schemas.args_schema(catalog.get(name), upstream, values, refs)
                 text = await self._call(out, conversation, schema, cache_salt)
                 args = {k: v for k, v in parse_json_object(text).items() if v is not None}
                 nodes.append({"id": node_id, "tool": name, "args": args})

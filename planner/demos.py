@@ -84,3 +84,38 @@ def usable(demos: Iterable[Demonstration], catalog: ToolCatalog) -> list[Demonst
         ):
             kept.append(demo)
     return kept
+
+
+def choose_skeleton(
+    found: Sequence[Demonstration], expected_tools: set[str], *, min_score: float | None, agree_score: float | None
+) -> Demonstration | None:
+    """The demonstration whose plan structure (tools + references) this request reuses, if any.
+
+    The nearest one whose tool set is exactly what the intent's goals call for (when its similarity is
+    at least `agree_score`), else the nearest one when its similarity is at least `min_score`.
+    Tuned leave-one-out on configs/planner/demonstrations.jsonl (never on the held-out sets)."""
+    if agree_score is not None and expected_tools:
+        for demo in found:
+            if demo.score >= agree_score and set(demo.tools()) == expected_tools:
+                return demo
+    if min_score is not None and found and found[0].score >= min_score:
+        return found[0]
+    return None
+
+
+def skeleton_refs(demo: Demonstration) -> list[dict[str, Any]]:
+    """Per node of a skeleton: the arguments whose value holds a reference, with that value."""
+    out = []
+    for node in demo.plan.get("nodes", []):
+        out.append({k: v for k, v in node.get("args", {}).items() if _has_ref(v)})
+    return out
+
+
+def _has_ref(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.startswith("$n")
+    if isinstance(value, list):
+        return any(_has_ref(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_ref(v) for v in value.values())
+    return False

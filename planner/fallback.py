@@ -37,6 +37,11 @@ class FallbackPlanner:
         self.rules = rules
         self.max_nodes = max_nodes
 
+    def tools_for(self, intent: Intent, catalog: ToolCatalog) -> set[str]:
+        """The tools the intent's goals call for (empty when no rule covers this catalog)."""
+        rules = [r for r in self.rules.rules if r["tool"] in catalog]
+        return {r["tool"] for r in rules if r["goal"] in intent.goals}
+
     def plan(self, request: str, intent: Intent, catalog: ToolCatalog) -> Plan:
         rules = [r for r in self.rules.rules if r["tool"] in catalog]
         by_name = {r["name"]: r for r in rules}

@@ -7,22 +7,33 @@ shared engine down; the tiny model also runs to `max_tokens` in it. So the defau
 1. the tool sequence: `{"tools": [<enum of tool names>, ...]}` (≤ max_nodes items; one grammar per
    catalog, compiled once and then cached by vLLM), then
 2. each node's arguments with that tool's own small object schema: all of its argument names, in a
-   fixed order (required first, optional ones nullable), nothing else (`additionalProperties: false`),
-   values typed from the tool's schema, and references to upstream outputs offered as an enum of
-   `$nK.field` options (or a `$nK.path` pattern).
+   fixed order (required first, optional ones nullable), nothing else (`additionalProperties: false`).
+   A string or number argument is offered the request's own values of its kind as an enum
+   (planner/slots.py), references to upstream outputs as an enum of `$nK.field` options, and a free
+   value only where the request has none: a string of a narrow character class bounded by `pattern`
+   (never `maxLength`, which makes outlines ignore the pattern and is slow), an integer of at most
+   `number_max_digits` digits. With a plan skeleton (a retrieved demonstration's structure) stage 1 is
+   skipped and the skeleton's references are the only ones offered.
 
+Every value is bounded, so each grammar has a small finite worst case, and `max_tokens` is that worst
+case in characters (a token is at least one character): a model-path plan is never cut off.
 Node ids (`n1..nK` by position) and edges (from references) are never decoded: they are correct by
-construction, and every reference points upstream, so the plan is a DAG. `max_tokens` for each call
-comes from the schema's worst case (`max_tokens_for`).
+construction, and every reference points upstream, so the plan is a DAG.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import re._constants as sre_constants
+import re._parser as sre_parse
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import GrammarConfig
+from planner.slots import SlotValues
 
 JsonSchema = dict[str, Any]
 _SCALARS = {"string", "number", "integer", "boolean"}
@@ -67,18 +78,33 @@ class SchemaBuilder:
         }
 
     # stage 2 -------------------------------------------------------------------------------
-    def args_schema(self, tool: ToolDef, upstream: Sequence[ToolDef]) -> JsonSchema:
-        """The argument object of the node after `upstream` (its tools, in node order)."""
-        refs = self._reference_options(upstream)
+    def args_schema(
+        self,
+        tool: ToolDef,
+        upstream: Sequence[ToolDef],
+        values: SlotValues | None = None,
+        forced_refs: Mapping[str, str] | None = None,
+    ) -> JsonSchema:
+        """The argument object of the node after `upstream` (its tools, in node order).
+
+        `values`: the request's candidate values (intent enums; None: free bounded values).
+        `forced_refs`: a plan skeleton's references (argument → `$nK.path`); when given, those are the
+        only references this node may write (the skeleton fixes the edges)."""
+        refs = self._reference_options(upstream) if forced_refs is None else _Refs(None, {})
         props: dict[str, Any] = {}
-        names = tool.arg_names()
         required = set(tool.required)
         mode = self.config.optional_args
-        for name in names:
+        for name in tool.arg_names():
             if name not in required and mode == "omit":
                 continue
-            value = self._value(tool.properties[name], refs)
-            if name not in required and mode == "nullable" and not _allows_null(value):
+            need = name in required
+            if forced_refs is not None and name in forced_refs:
+                value: JsonSchema | None = {"enum": [forced_refs[name]]}
+            else:
+                value = self._value(tool.properties[name], refs, _Slot(name, need, values))
+            if value is None:
+                value = {"type": "null"}
+            elif not need and mode == "nullable" and not _allows_null(value):
                 value = {"anyOf": [value, {"type": "null"}]}
             props[name] = value
         schema: JsonSchema = {"type": "object", "properties": props, "additionalProperties": False}
@@ -134,53 +160,126 @@ class SchemaBuilder:
                 by_type["any"].append(ref)
         return _Refs(None, by_type)
 
-    def _value(self, schema: Mapping[str, Any], refs: _Refs) -> JsonSchema:
+    def _value(self, schema: Mapping[str, Any], refs: _Refs, slot: _Slot) -> JsonSchema | None:
+        """The grammar of one value: None when nothing may be written (the caller makes it null)."""
         if "anyOf" in schema or "oneOf" in schema:
-            options = schema.get("anyOf") or schema.get("oneOf") or []
-            return {"anyOf": [self._value(option, refs) for option in options]}
+            options = [o for o in (schema.get("anyOf") or schema.get("oneOf") or []) if o.get("type") != "null"]
+            if len(options) == 1:
+                merged = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+                return self._value({**merged, **options[0]}, refs, slot)
+            return _union([self._value(option, refs, slot) for option in options])
         kind = schema.get("type")
         if isinstance(kind, list):
-            return {"anyOf": [self._value({**schema, "type": k}, refs) for k in kind]}
+            return _union([self._value({**schema, "type": k}, refs, slot) for k in kind if k != "null"])
         if "enum" in schema:  # literal choices: no references
             return {"enum": list(schema["enum"])}
         if "const" in schema:
             return {"const": schema["const"]}
         if kind == "array":
-            items = self._value(schema.get("items", {}), refs)
+            items = self._value(schema.get("items", {}), refs, _Slot(slot.name, True, slot.values))
             limit = min(int(schema.get("maxItems", self.config.max_array_items)), self.config.max_array_items)
-            array: JsonSchema = {"type": "array", "items": items, "maxItems": limit}
+            array: JsonSchema = {"type": "array", "items": items or {"type": "null"}, "maxItems": limit}
             if "minItems" in schema:
                 array["minItems"] = min(int(schema["minItems"]), limit)
             return array
         if kind == "object":
-            props = {k: self._value(v, refs) for k, v in (schema.get("properties") or {}).items()}
-            return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+            fields = (schema.get("properties") or {}).items()
+            props = {k: self._value(v, refs, _Slot(k, True, slot.values)) for k, v in fields}
+            return {
+                "type": "object",
+                "properties": {k: v or {"type": "null"} for k, v in props.items()},
+                "required": list(props),
+                "additionalProperties": False,
+            }
         if kind == "string":
-            out: JsonSchema = {"type": "string"}
-            if "pattern" in schema:
-                out["pattern"] = schema["pattern"]
-            elif self.config.string_max_length is not None:
-                out["maxLength"] = min(int(schema.get("maxLength", 10**6)), self.config.string_max_length)
-            return self._or_ref(out, kind, refs)
-        if kind in _SCALARS or kind == "null":
-            return self._or_ref({"type": kind}, kind, refs)
-        # untyped ("any JSON"): a reference when there is something upstream, else a short string
-        any_refs = refs.options("any")
-        if any_refs:
-            return {"enum": any_refs}
-        if refs.pattern:
-            return {"type": "string", "pattern": refs.pattern}
-        return {"type": "string"}
+            return self._string(schema, refs, slot)
+        if kind in ("number", "integer"):
+            return self._number(schema, str(kind), refs, slot)
+        if kind in ("boolean", "null"):
+            return {"type": kind}
+        # untyped ("any JSON"): a reference when there is something upstream, else a free string
+        options = refs.options("any")
+        return {"enum": options} if options else self._free_string()
 
-    def _or_ref(self, value: JsonSchema, kind: Any, refs: _Refs) -> JsonSchema:
-        if kind == "string" and "pattern" not in value:
-            return value  # a free string already admits any reference
+    def _string(self, schema: Mapping[str, Any], refs: _Refs, slot: _Slot) -> JsonSchema | None:
+        own = schema.get("pattern")
+        bounded_own = own is not None and pattern_width(own) is not None
+        literal: list[str] = []
+        free = slot.values is None
+        if slot.values is not None:
+            kind, found = slot.values.strings(slot.name)
+            literal = [v for v in found if _fits(v, schema)]
+            free = kind == "free" or (not literal and slot.required)
+        options: list[JsonSchema] = []
+        if literal:
+            options.append({"enum": literal})
+        if free:
+            options.append({"type": "string", "pattern": own} if bounded_own else self._free_string())
+        if ref_options := refs.options("string"):
+            options.append({"enum": ref_options})
         if refs.pattern:
-            return {"anyOf": [value, {"type": "string", "pattern": refs.pattern}]}
-        options = refs.options(kind if isinstance(kind, str) else "")
-        if options:
-            return {"anyOf": [value, {"enum": options}]}
-        return value
+            options.append({"type": "string", "pattern": refs.pattern})
+        if not options and slot.required:
+            options.append(self._free_string())
+        return _union(options)
+
+    def _number(self, schema: Mapping[str, Any], kind: str, refs: _Refs, slot: _Slot) -> JsonSchema | None:
+        literal: list[float | int] = []
+        free = slot.values is None
+        if slot.values is not None:
+            literal = [
+                v for v in slot.values.numbers() if (kind == "number" or isinstance(v, int)) and _in_range(v, schema)
+            ]
+            free = not literal and slot.required
+        options: list[JsonSchema] = []
+        if literal:
+            options.append({"enum": literal})
+        if free or (not options and slot.required):
+            digits = self.config.number_max_digits
+            options.append({"type": "integer", "minDigits": 1, "maxDigits": digits})
+        if ref_options := refs.options(kind):
+            options.append({"enum": ref_options})
+        if refs.pattern:
+            options.append({"type": "string", "pattern": refs.pattern})
+        return _union(options)
+
+    def _free_string(self) -> JsonSchema:
+        return {"type": "string", "pattern": self.config.free_string_pattern}
+
+
+def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:
+    kept = [o for o in options if o is not None]
+    if not kept:
+        return None
+    enums = [o for o in kept if set(o) == {"enum"}]
+    rest = [o for o in kept if set(o) != {"enum"}]
+    if len(enums) > 1:  # one enum of all literal options: a shorter regex
+        merged: list[Any] = []
+        for option in enums:
+            merged += [v for v in option["enum"] if v not in merged]
+        enums = [{"enum": merged}]
+    kept = enums + rest
+    return kept[0] if len(kept) == 1 else {"anyOf": kept}
+
+
+def _fits(value: str, schema: Mapping[str, Any]) -> bool:
+    if "pattern" in schema and not re.search(str(schema["pattern"]), value):
+        return False
+    return int(schema.get("minLength", 0)) <= len(value) <= int(schema.get("maxLength", 10**6))
+
+
+def _in_range(value: float, schema: Mapping[str, Any]) -> bool:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if schema.get("exclusiveMinimum") is not None and value <= schema["exclusiveMinimum"]:
+        return False
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+    required: bool
+    values: SlotValues | None
 
 
 def _allows_null(schema: Mapping[str, Any]) -> bool:
@@ -204,30 +303,41 @@ class _Refs:
 
 
 def max_tokens_for(schema: Mapping[str, Any], config: GrammarConfig, cap: int) -> int:
-    """Worst-case output tokens of a schema (characters/3 for names, budgets for free values)."""
-    estimate = _worst(schema, config)
-    return max(8, min(cap, int(estimate * 1.25) + 6))
+    """`max_tokens` that can never cut the grammar's output: its longest match in characters (every
+    token is at least one character) + the end token. Unbounded parts (none in the staged schemas)
+    count `string_tokens`; the cap wins above it (then `bounded_worst_case` is False)."""
+    return max(8, min(cap, worst_case_chars(schema, config) + 2))
 
 
-def _tokens(text: str) -> int:
-    return len(text) // 3 + 1
-
-
-def _worst(schema: Mapping[str, Any], config: GrammarConfig) -> int:
+def worst_case_chars(schema: Mapping[str, Any], config: GrammarConfig) -> int:
+    """Longest JSON text the schema's regex (outlines_core: `[ ]?` whitespace) can match."""
     if "anyOf" in schema:
-        return max(_worst(option, config) for option in schema["anyOf"])
+        return max(worst_case_chars(option, config) for option in schema["anyOf"])
     if "enum" in schema:
-        return max((_tokens(str(v)) + 2 for v in schema["enum"]), default=2)
+        return max((len(json.dumps(v)) for v in schema["enum"]), default=2)
     if "const" in schema:
-        return _tokens(str(schema["const"])) + 2
+        return len(json.dumps(schema["const"]))
     kind = schema.get("type")
     if kind == "object":
         props = schema.get("properties", {})
-        return 2 + sum(_tokens(k) + 3 + _worst(v, config) for k, v in props.items())
+        return 2 + sum(len(json.dumps(k)) + 5 + worst_case_chars(v, config) for k, v in props.items())
     if kind == "array":
-        return 2 + int(schema.get("maxItems", config.max_array_items)) * (_worst(schema.get("items", {}), config) + 1)
+        items = int(schema.get("maxItems", config.max_array_items))
+        return 2 + items * (worst_case_chars(schema.get("items", {}), config) + 3)
     if kind == "string":
-        if "maxLength" in schema:
-            return int(schema["maxLength"]) // 2 + 2
-        return config.string_tokens + 2
-    return {"number": 6, "integer": 4, "boolean": 2, "null": 1}.get(str(kind), config.string_tokens)
+        width = pattern_width(schema["pattern"]) if "pattern" in schema else None
+        if width is None and "maxLength" in schema and "pattern" not in schema:
+            width = int(schema["maxLength"]) * 6  # escapes: \uXXXX
+        return 2 + (width if width is not None else config.string_tokens)
+    if kind == "integer" and "maxDigits" in schema:
+        return 1 + int(schema["maxDigits"])
+    return {"boolean": 5, "null": 4}.get(str(kind), config.string_tokens)
+
+
+def pattern_width(pattern: str) -> int | None:
+    """Longest match of a regex in characters (None: unbounded)."""
+    try:
+        _, high = sre_parse.parse(pattern.strip("^$")).getwidth()
+    except re.error:
+        return None
+    return None if high >= sre_constants.MAXREPEAT else int(high)

@@ -17,13 +17,21 @@ from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.decoding import Decoded, PlanDecoder
-from planner.demos import Demonstration, DemonstrationSource, WordOverlapDemonstrations, usable, words
+from planner.demos import (
+    Demonstration,
+    DemonstrationSource,
+    WordOverlapDemonstrations,
+    choose_skeleton,
+    usable,
+    words,
+)
 from planner.fallback import FallbackError, FallbackPlanner, FallbackRules
 from planner.intent import Intent, IntentExtractor
 from planner.llm import LLMError, Message, PlannerLLM
 from planner.plan import Plan
 from planner.prompts import PromptBook, example_turns
 from planner.rules import BusinessRules
+from planner.slots import SlotKinds, extract_values
 from planner.validation import PlanValidator, ValidationReport
 
 Path_ = Literal["model", "model_retry", "fallback", "cache"]
@@ -40,6 +48,7 @@ class Attempt:
     latency_s: float = 0.0
     calls: int = 0
     decode_s_per_token: float | None = None
+    skeleton: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -110,6 +119,7 @@ class PlannerService:
         self.cache = cache
         self.decoder = PlanDecoder(llm, config, prompts)
         self.fallback = FallbackPlanner(fallback_rules, max_nodes=config.max_nodes)
+        self.slot_kinds = SlotKinds.from_yaml(config.slots_path)
 
     @classmethod
     def from_config(
@@ -194,11 +204,14 @@ class PlannerService:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         intent = self.intent_of(request)
-        demos = self._demonstrations(request, catalog, tenant)
+        demos, skeleton = self._demonstrations(request, intent, catalog, tenant)
         shortlist = self._shortlist(request, demos, catalog)
+        demos = usable(demos, shortlist)  # a shortlist cut can leave an example's tool out
+        skeleton = skeleton if skeleton in demos else None
+        values = extract_values(request, intent, self.slot_kinds) if self.config.grammar.intent_values else None
         base = self._messages(request, intent, shortlist, demos)
-        while demos and sum(len(m["content"]) for m in base) > self.config.prompt_max_chars:
-            demos = demos[1:]  # the farthest first
+        while len(demos) > 1 and sum(len(m["content"]) for m in base) > self.config.prompt_max_chars:
+            demos = demos[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
             base = self._messages(request, intent, shortlist, demos)
         timings["prompt_s"] = time.perf_counter() - t0
         validator = self.validator(catalog)
@@ -210,7 +223,9 @@ class PlannerService:
             messages = [*base[:-1], {"role": "user", "content": base[-1]["content"] + extra + feedback}]
             t1 = time.perf_counter()
             try:
-                decoded = await self.decoder.decode(messages, shortlist, cache_salt=cache_salt)
+                decoded = await self.decoder.decode(
+                    messages, shortlist, cache_salt=cache_salt, values=values, skeleton=skeleton
+                )
             except LLMError as exc:
                 attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine"))
                 decode_s += time.perf_counter() - t1
@@ -283,20 +298,33 @@ class PlannerService:
             intent=intent.as_dict(),
         )
 
-    def _demonstrations(self, request: str, catalog: ToolCatalog, tenant: str) -> list[Demonstration]:
+    def _demonstrations(
+        self, request: str, intent: Intent, catalog: ToolCatalog, tenant: str
+    ) -> tuple[list[Demonstration], Demonstration | None]:
+        """The examples (farthest first) and the skeleton: a demonstration whose structure is reused."""
         if self.demos is None or self.config.demonstrations_k == 0:
-            return []
-        found = self.demos.search(request, self.config.demonstrations_k * 4, tenant=tenant)
-        demos = usable(found, catalog)[: self.config.demonstrations_k]
-        demos.reverse()  # the nearest example right before the request
-        return demos
+            return [], None
+        found = usable(self.demos.search(request, max(8, self.config.demonstrations_k * 4), tenant=tenant), catalog)
+        skeleton = choose_skeleton(
+            found,
+            self.fallback.tools_for(intent, catalog),
+            min_score=self.config.skeleton_min_score,
+            agree_score=self.config.skeleton_agree_score,
+        )
+        demos = found[: self.config.demonstrations_k]
+        if skeleton is not None and skeleton not in demos:
+            demos = [skeleton, *demos[: self.config.demonstrations_k - 1]]
+        elif skeleton is not None:
+            demos = [skeleton, *(d for d in demos if d is not skeleton)]
+        demos.reverse()  # the nearest example (the skeleton, when there is one) right before the request
+        return demos, skeleton
 
     def _shortlist(self, request: str, demos: list[Demonstration], catalog: ToolCatalog) -> ToolCatalog:
         """The whole catalog when small; else demo tools + best word overlap with the request."""
         limit = self.config.prompt_max_tools
         if len(catalog) <= limit:
             return catalog
-        chosen = list(dict.fromkeys(t for d in demos for t in d.tools() if t in catalog))[:limit]
+        chosen = list(dict.fromkeys(t for d in reversed(demos) for t in d.tools() if t in catalog))[:limit]
         query = words(request)
         ranked = sorted(
             catalog,
@@ -337,6 +365,7 @@ def _attempt(number: int, decoded: Decoded) -> Attempt:
         latency_s=round(decoded.latency_s, 4),
         calls=len(decoded.calls),
         decode_s_per_token=decoded.decode_s_per_token,
+        skeleton=decoded.skeleton,
     )
 
 

@@ -37,7 +37,8 @@ class ScriptedLLM:
 
 
 def service(llm: ScriptedLLM, **overrides: Any) -> PlannerService:
-    config = PlannerConfig(today=date(2026, 11, 30), **overrides)
+    settings: dict[str, Any] = {"skeleton_agree_score": None, "skeleton_min_score": None, **overrides}
+    config = PlannerConfig(today=date(2026, 11, 30), **settings)
     return PlannerService.from_config(config, llm=llm, catalog=demo_catalog())
 
 
@@ -132,3 +133,26 @@ def test_unconstrained_baseline_parses_leniently() -> None:
     llm = ScriptedLLM(["Here is the plan:\n```json\n" + json.dumps(steps) + "\n```"])
     result = run(service(llm, strategy="unconstrained"), "Weather in Hangzhou on June 20?")
     assert result.path == "model" and llm.calls[0]["schema"] is None
+
+
+def test_skeleton_from_an_agreeing_demonstration_skips_stage_one_and_fixes_references() -> None:
+    llm = ScriptedLLM([FLIGHT, WEATHER])
+    result = run(service(llm, skeleton_agree_score=0.05))
+    assert result.path == "model" and result.attempts[0].skeleton and result.attempts[0].calls == 2
+    assert [n.tool for n in result.plan.nodes] == ["search_flights", "get_weather"]
+    first = llm.calls[0]
+    assert set(first["schema"]["properties"]) == {"origin", "destination", "date", "max_price"}
+    assert first["messages"][-2] == {"role": "assistant", "content": '{"tools": ["search_flights", "get_weather"]}'}
+    weather = llm.calls[1]["schema"]["properties"]
+    assert weather["city"] == {"enum": ["Shanghai", "Hangzhou"]}  # the request's cities, no references
+    assert weather["date"] == {"enum": ["2027-06-20"]}
+
+
+def test_every_model_call_is_sized_to_its_grammar_worst_case() -> None:
+    from planner.grammar import worst_case_chars
+
+    llm = ScriptedLLM(['{"tools": ["search_flights", "get_weather"]}', FLIGHT, WEATHER])
+    svc = service(llm)
+    run(svc)
+    for call in llm.calls:
+        assert call["max_tokens"] >= worst_case_chars(call["schema"], svc.config.grammar) + 1
