@@ -164,7 +164,26 @@ class PlanValidator:
             cycle = find_cycle(plan)
             if cycle:
                 issues.append(Issue("cycle", "dependency cycle " + " -> ".join(cycle), cycle[0]))
+            issues.extend(self._check_fallbacks(plan))
         return issues
+
+    @staticmethod
+    def _check_fallbacks(plan: Plan) -> list[Issue]:
+        """Standby (fallback) nodes run only when their primary fails: the fallback chains must end, and
+        at least one node must be a primary, or nothing would ever run."""
+        standby = plan.standby_ids()
+        if plan.nodes and standby >= set(plan.ids()):
+            return [Issue("no_primary_node", "every node is another node's fallback, so none would run")]
+        fallback_of = {node.id: node.fallback for node in plan.nodes if node.fallback is not None}
+        for start in fallback_of:
+            seen, current = [start], fallback_of.get(start)
+            while current is not None:
+                if current in seen:
+                    chain = " -> ".join([*seen, current])
+                    return [Issue("fallback_cycle", f"fallback chain loops: {chain}", start, "fallback")]
+                seen.append(current)
+                current = fallback_of.get(current)
+        return []
 
     def check_arguments(self, plan: Plan) -> list[Issue]:
         issues: list[Issue] = []

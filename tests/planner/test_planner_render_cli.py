@@ -5,7 +5,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from planner.cli import app
+from serving.cli import app
 from planner.render import render_tree
 from tests.planner.helpers import node, plan
 

@@ -10,7 +10,6 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -193,9 +192,17 @@ def test_self_and_dangling_references_are_refused() -> None:
         assert not check({"nodes": [bad]})
 
 
-@pytest.mark.xfail(strict=True, reason="finding for planner/: a plan whose every node is a standby (fallback) "
-                   "node passes validation, and the scheduler then 'succeeds' without running anything")
 def test_a_plan_of_only_standby_nodes_is_refused() -> None:
+    """Found by this suite: every node being another's fallback used to pass, and then nothing ran."""
     a = {"id": "n1", "tool": "get_weather", "args": {"city": "Hangzhou", "date": "2027-06-20"}, "fallback": "n2"}
     b = {"id": "n2", "tool": "get_weather", "args": {"city": "Suzhou", "date": "2027-06-20"}, "fallback": "n1"}
-    assert not VALIDATOR.validate({"nodes": [a, b]}).ok
+    report = VALIDATOR.validate({"nodes": [a, b]})
+    assert not report.ok and "no_primary_node" in json.dumps(report.as_dict())
+
+
+def test_a_looping_fallback_chain_is_refused() -> None:
+    primary = {"id": "n1", "tool": "get_weather", "args": {"city": "Hangzhou", "date": "2027-06-20"}}
+    b = {"id": "n2", "tool": "get_weather", "args": {"city": "Suzhou", "date": "2027-06-20"}, "fallback": "n3"}
+    c = {"id": "n3", "tool": "get_weather", "args": {"city": "Xiamen", "date": "2027-06-20"}, "fallback": "n2"}
+    report = VALIDATOR.validate({"nodes": [primary, b, c]})
+    assert not report.ok and "fallback_cycle" in json.dumps(report.as_dict())
