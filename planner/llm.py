@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -123,13 +124,7 @@ class VLLMChatClient:
             if response.status_code >= 400:
                 await response.aread()
                 _raise_for_status(response.status_code, response.text)
-            async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                chunk = json.loads(data)
+            async for chunk in sse_chunks(response):
                 if "error" in chunk:
                     raise LLMRejected(str(chunk["error"]))
                 usage = chunk.get("usage") or usage
@@ -148,6 +143,17 @@ class VLLMChatClient:
             ttft_s=ttft,
             finish_reason=finish,
         )
+
+
+async def sse_chunks(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON chunks of an OpenAI-style server-sent-event stream, up to `data: [DONE]`."""
+    async for line in response.aiter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        yield json.loads(data)
 
 
 def _parse_full(payload: dict[str, Any], latency: float) -> Completion:

@@ -13,7 +13,6 @@ within a run while it has unused ones (a repeated request would be a plan-cache 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from typing import Any, Literal
 import httpx
 
 from benchmarks.harness.stats import poisson_arrivals, summarize
+from planner.llm import sse_chunks
 
 Mode = Literal["planner", "e2e", "chat"]
 MODES: tuple[Mode, ...] = ("planner", "e2e", "chat")
@@ -112,13 +112,7 @@ async def _chat(client: httpx.AsyncClient, target: Target, text: str, start: flo
         if response.status_code != 200:
             await response.aread()
             return Sample(False, str(response.status_code), time.perf_counter() - start)
-        async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            chunk = json.loads(data)
+        async for chunk in sse_chunks(response):
             if "error" in chunk:
                 return Sample(False, "stream_error", time.perf_counter() - start, ttft)
             if chunk.get("usage"):

@@ -16,6 +16,15 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, report: Mapping[str, Any], path: Path, *, bottom: float) -> Path:
+    """Footer with the run's provenance, layout, PNG, and free the figure."""
+    fig.text(0.01, 0.01, _footer(report), fontsize=7, alpha=0.7)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _footer(report: Mapping[str, Any]) -> str:
     m = report["meta"]
     machine = m["machine"]
@@ -45,11 +54,7 @@ def latency_cdf(report: Mapping[str, Any], path: Path) -> Path:
     ax.set_title("Latency CDF")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.text(0.01, 0.01, _footer(report), fontsize=7, alpha=0.7)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, report, path, bottom=0.03)
 
 
 def latency_vs_concurrency(report: Mapping[str, Any], path: Path) -> Path:
@@ -76,11 +81,7 @@ def latency_vs_concurrency(report: Mapping[str, Any], path: Path) -> Path:
         axis.legend(fontsize=8)
     ax.set_title("Latency vs concurrency")
     ax2.set_title("Throughput vs concurrency")
-    fig.text(0.01, 0.01, _footer(report), fontsize=7, alpha=0.7)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, report, path, bottom=0.04)
 
 
 def accuracy_by_plan_size(report: Mapping[str, Any], path: Path) -> Path:
@@ -109,11 +110,7 @@ def accuracy_by_plan_size(report: Mapping[str, Any], path: Path) -> Path:
         ax.set_title(f"{name}: node F1 (bars), full match (black ticks)")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.text(0.01, 0.01, _footer(report), fontsize=7, alpha=0.7)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, report, path, bottom=0.04)
 
 
 def online_curve(report: Mapping[str, Any], path: Path) -> Path:
@@ -136,8 +133,4 @@ def online_curve(report: Mapping[str, Any], path: Path) -> Path:
     ax.set_title("Online mode: accuracy as the demonstration index grows")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.text(0.01, 0.01, _footer(report), fontsize=7, alpha=0.7)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, report, path, bottom=0.04)
