@@ -123,7 +123,13 @@ def create_app(
         if settings.secret is not None
         else load_or_create_secret(settings.home / "secret")
     )
-    engine = EngineClient(client, settings.engine.base_url, metrics)
+    engine = EngineClient(
+        settings.engine.base_url,
+        timeout_s=settings.engine.request_timeout_s,
+        connect_timeout_s=settings.engine.connect_timeout_s,
+        max_connections=settings.gateway.max_concurrent_upstream + 8,
+        metrics=metrics,
+    )
     backend = settings.engine.structured_outputs_backend
     worker = CompileWorker(model_dir, backend) if model_dir is not None else None
     guard = SchemaGuard(settings.schema_guard, backend, metrics, worker)
@@ -156,6 +162,7 @@ def create_app(
             await runs.aclose()
             store.close()
             guard.close()
+            await engine.close()
             if own_http:
                 await client.aclose()
 

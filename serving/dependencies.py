@@ -53,7 +53,8 @@ def services(request: Request) -> Services:
     return services
 
 
-def principal(request: Request) -> Principal:
+async def principal(request: Request) -> Principal:
+    """Async on purpose: FastAPI runs sync dependencies in a thread pool, a hop on every request."""
     return services(request).auth.authenticate(request.headers.get("authorization"))
 
 
