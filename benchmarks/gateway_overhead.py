@@ -39,7 +39,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def start_gateway(engine_url: str, port: int) -> subprocess.Popen[bytes]:
+def start_gateway(engine_url: str, port: int, *, scope: str = "tenant") -> subprocess.Popen[bytes]:
+    """`planstack serve --external-engine` in its own process, answering on `port`."""
     host, engine_port = engine_url.removeprefix("http://").split(":")
     env = dict(os.environ)
     env.update(
@@ -49,6 +50,7 @@ def start_gateway(engine_url: str, port: int) -> subprocess.Popen[bytes]:
             "PLANSTACK_GATEWAY__PORT": str(port),
             "PLANSTACK_API_KEYS": f"{DEV_KEY}=bench",
             "PLANSTACK_LOG_LEVEL": "warning",
+            "PLANSTACK_ISOLATION__SCOPE": scope,
         }
     )
     cmd = [sys.executable, "-m", "serving.cli", "serve", "--external-engine"]
