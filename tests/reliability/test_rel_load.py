@@ -3,14 +3,16 @@
 16 clients × 6 requests through a gateway admitting 4 at a time: the surplus gets 429 with
 Retry-After at once (no queue, no timeouts piling up), every request is answered exactly once, the
 engine finished exactly the requests the gateway answered 200 (when the engine is this session's
-own), response ids are unique, and the gateway's memory stays bounded. Figures are written to
-benchmarks/results/reliability_load.md (the same code as `python -m benchmarks.reliability_load`).
+own), response ids are unique, and the gateway's memory stays bounded. The report is written to the
+test's temp folder; `python -m benchmarks.reliability_load` (same code) writes the committed
+benchmarks/results/reliability_load.md.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +27,7 @@ RSS_GROWTH_MB = 64
 
 
 def test_back_pressure_under_sustained_overload(
-    gateway_factory: Callable[..., RunningGateway], engine_url: str, engine_model: str
+    gateway_factory: Callable[..., RunningGateway], engine_url: str, engine_model: str, tmp_path: Path
 ) -> None:
     gateway = gateway_factory(gateway=GatewaySettings(max_concurrent_upstream=LIMIT))
     report = run_load(
@@ -38,7 +40,7 @@ def test_back_pressure_under_sustained_overload(
         per_client=PER_CLIENT,
         max_tokens=8,
     )
-    write_report(report)
+    assert write_report(report, tmp_path).is_file()
     statuses = report.statuses()
     # every request answered exactly once, and only with success or back-pressure
     assert len(report.outcomes) == CLIENTS * PER_CLIENT
