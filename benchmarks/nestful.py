@@ -3,8 +3,10 @@
 - spec → OpenAI tools (`arguments`/`query_parameters`/`parameters` → JSON Schema properties;
   `allowed_values` → enum; `output_parameters` → our `output_schema` extension);
 - gold call sequences → our Plan format: `label: varN` → node id `nK` (in call order),
-  `"$varN.x$"` → `"$nK.x"` (a reference and an edge), a reference inside longer text is kept as text
-  and its edge goes to `depends_on`; the final `var_result` assembly is dropped.
+  `"$varN.x$"` → `"$nK.x"` (a reference and an edge; a list index `x[0]` becomes the path segment
+  `x.0`), a reference inside longer text is kept as text and its edge goes to `depends_on`; the final
+  `var_result` assembly is dropped;
+- `default_value` → JSON Schema `default`, `format` is kept (both are hints a user's schema may carry).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks" / "nestful" / "non-executable"
-_FULL_REF = re.compile(r"^\$(var\d+)((?:\.[\w]+)*)\$$")
+_FULL_REF = re.compile(r"^\$(var\d+)((?:\.\w+|\[\d+\])*)\$$")
 _INLINE_REF = re.compile(r"\$(var\d+)((?:\.[\w]+)*)\$")
 _TYPES = {"string", "number", "integer", "boolean", "array", "object"}
 _ARG_SAFE = re.compile(r"[^A-Za-z0-9_]")
@@ -46,6 +48,10 @@ def _schema(spec: dict[str, Any]) -> dict[str, Any]:
         schema["properties"] = {k: _schema(v) for k, v in spec["properties"].items()}
     if spec.get("description"):
         schema["description"] = str(spec["description"])[:300]
+    if isinstance(spec.get("format"), str):
+        schema["format"] = spec["format"]
+    if spec.get("default_value") not in (None, ""):
+        schema["default"] = spec["default_value"]
     return schema
 
 
@@ -68,8 +74,17 @@ def spec_to_tool(spec: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def load_tools(split: str, root: Path = DEFAULT_ROOT) -> list[dict[str, Any]]:
-    specs = json.loads((root / f"non-executable-{split}-spec.json").read_text())
+def spec_path(split: str, root: Path = DEFAULT_ROOT) -> Path:
+    return root / f"non-executable-{split}-spec.json"
+
+
+def data_path(split: str, root: Path = DEFAULT_ROOT) -> Path:
+    return root / f"non-executable-{split}-data.json"
+
+
+def load_tools(split: str, root: Path = DEFAULT_ROOT, *, path: Path | None = None) -> list[dict[str, Any]]:
+    """OpenAI tools of a spec file (`path`, or the split's file under `root`), first spec of a name wins."""
+    specs = json.loads((path or spec_path(split, root)).read_text())
     seen: set[str] = set()
     tools = []
     for spec in specs:
@@ -83,7 +98,7 @@ def convert_value(value: Any, labels: dict[str, str], deps: set[str]) -> Any:
     if isinstance(value, str):
         full = _FULL_REF.match(value)
         if full and full.group(1) in labels:
-            return "$" + labels[full.group(1)] + full.group(2)
+            return "$" + labels[full.group(1)] + re.sub(r"\[(\d+)\]", r".\1", full.group(2))
         for match in _INLINE_REF.finditer(value):
             if match.group(1) in labels:
                 deps.add(labels[match.group(1)])
@@ -113,7 +128,10 @@ def record_to_plan(output: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodes": nodes}
 
 
-def load_cases(split: str, root: Path = DEFAULT_ROOT, limit: int | None = None) -> list[NestfulCase]:
-    data = json.loads((root / f"non-executable-{split}-data.json").read_text())
+def load_cases(
+    split: str, root: Path = DEFAULT_ROOT, limit: int | None = None, *, path: Path | None = None
+) -> list[NestfulCase]:
+    """Requests with gold plans of a data file (`path`, or the split's file under `root`)."""
+    data = json.loads((path or data_path(split, root)).read_text())
     cases = [NestfulCase(f"{split}-{i:03d}", row["input"], record_to_plan(row["output"])) for i, row in enumerate(data)]
     return cases[:limit] if limit else cases

@@ -1,23 +1,28 @@
-"""Plan cache: tenant-scoped, TTL, LRU-bounded, keyed on a normalised request and the catalog hash."""
+"""Plan cache: tenant-scoped, TTL, LRU-bounded.
+
+The key is (tenant, catalog hash, planner fingerprint, request). The request keeps every character
+that can change its meaning — case, signs, operators, quotes, punctuation ("5-3" is not "5+3", "10 > 3"
+is not "10 < 3"); only runs of whitespace are folded and the ends stripped. The planner fingerprint
+holds its configuration hash, the prompt version and the date relative dates resolve against.
+"""
 
 from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.plan import Plan
 
-_PUNCT = re.compile(r"[^\w\s]+")
 _SPACE = re.compile(r"\s+")
 
 
 def normalise_request(request: str) -> str:
-    """Lower-case, punctuation and whitespace folded to single spaces; numbers kept as written."""
-    text = _PUNCT.sub(" ", request.lower().replace("_", " "))
-    return _SPACE.sub(" ", text).strip()
+    """Unicode NFC, whitespace runs folded to one space, ends stripped; every other character kept."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFC", request)).strip()
 
 
 @dataclass(frozen=True)
@@ -36,24 +41,24 @@ class PlanCache:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self.clock = clock
-        self._entries: OrderedDict[tuple[str, str, str], tuple[float, Plan]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str, str], tuple[float, Plan]] = OrderedDict()
         self.hits = 0
         self.misses = 0
         self.evictions = 0
         self.expirations = 0
 
     @staticmethod
-    def key(tenant: str, request: str, catalog_hash: str) -> tuple[str, str, str]:
-        return tenant, catalog_hash, normalise_request(request)
+    def key(tenant: str, request: str, catalog_hash: str, planner: str = "") -> tuple[str, str, str, str]:
+        return tenant, catalog_hash, planner, normalise_request(request)
 
     @property
     def enabled(self) -> bool:
         return self.ttl_s > 0 and self.max_entries > 0
 
-    def get(self, tenant: str, request: str, catalog_hash: str) -> Plan | None:
+    def get(self, tenant: str, request: str, catalog_hash: str, planner: str = "") -> Plan | None:
         if not self.enabled:
             return None
-        key = self.key(tenant, request, catalog_hash)
+        key = self.key(tenant, request, catalog_hash, planner)
         entry = self._entries.get(key)
         if entry is not None and entry[0] <= self.clock():
             del self._entries[key]
@@ -66,10 +71,10 @@ class PlanCache:
         self.hits += 1
         return entry[1]
 
-    def put(self, tenant: str, request: str, catalog_hash: str, plan: Plan) -> None:
+    def put(self, tenant: str, request: str, catalog_hash: str, plan: Plan, planner: str = "") -> None:
         if not self.enabled:
             return
-        key = self.key(tenant, request, catalog_hash)
+        key = self.key(tenant, request, catalog_hash, planner)
         self._entries[key] = (self.clock() + self.ttl_s, plan)
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_entries:

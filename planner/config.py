@@ -1,7 +1,12 @@
-"""Planner configuration, mounted by the gateway as `planner:` in the global settings."""
+"""Planner configuration, mounted by the gateway as `planner:` in the global settings.
+
+An engine profile may override any of these for its model (configs/profiles/*.yaml, `planner:`): the
+tiny CPU model plans best with `grounding: grounded`, a strong GPU model with `free`.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import date
 from pathlib import Path
 from typing import Literal
@@ -11,9 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "configs"
 
-DecodingStrategy = Literal["staged", "one_shot", "unconstrained"]
+DecodingStrategy = Literal["staged", "one_shot", "bare", "unconstrained"]
 OptionalArgs = Literal["nullable", "omit", "optional"]
-ReferenceMode = Literal["enum", "pattern"]
+Grounding = Literal["grounded", "hybrid", "free"]
+ToolChoice = Literal["model", "proposal"]
 
 
 class GrammarConfig(BaseModel):
@@ -21,36 +27,64 @@ class GrammarConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    free_string_pattern: str = Field(
-        default=r"^[A-Za-z0-9][A-Za-z0-9 ,.:'/&()+-]{0,31}$",
-        description="Regex of a free string argument (only where the request offers no value of the argument's "
-        "kind). Bounded, so every grammar has a small worst case and max_tokens never cuts a plan; a narrow "
-        "character class, because outlines compile time grows with the tokens each state admits "
-        '(`[^"\\\\]{1,40}` costs ~0.8 s per field, this ~0.3 s; `maxLength` would make outlines ignore the pattern).',
+    free_string_max: int = Field(
+        default=64,
+        ge=1,
+        le=512,
+        description="Longest free string value (characters). Bounded, so every grammar has a finite worst case "
+        "and max_tokens never cuts a plan off; a tool's own maxLength lowers it.",
     )
-    number_max_digits: int = Field(
-        default=7, ge=1, le=15, description="Digits of a free number (written as a bounded integer)."
+    free_string_class: str = Field(
+        default=r'[^"\\\x00-\x1f]',
+        description="Characters of a free string (any but the JSON quote, backslash and control characters: every "
+        "case, digit, symbol and script can be written).",
     )
-    intent_values: bool = Field(
-        default=True,
-        description="Offer string/number arguments the request's own values (planner/slots.py) as an enum; "
-        "a free string only for free-text kinds or when the request has no value of the kind.",
+    number_max_digits: int = Field(default=9, ge=1, le=15, description="Digits of a free integer.")
+    candidates_per_arg: int = Field(
+        default=10, ge=0, le=50, description="Request values offered to one argument (best ranked first)."
     )
     optional_args: OptionalArgs = Field(
         default="nullable",
-        description="How optional arguments appear in the grammar: 'nullable' (always emitted, null when "
-        "unused; cheap to compile), 'omit' (left out: the model cannot set them), 'optional' (true JSON "
-        "Schema optional properties: exponential in outlines).",
+        description="How optional arguments appear in the grammar: 'nullable' (always emitted, null when unused; "
+        "cheap to compile), 'omit' (left out: the model cannot set them), 'optional' (true JSON-Schema optional "
+        "properties: exponential in outlines).",
     )
-    reference_mode: ReferenceMode = Field(
-        default="enum",
-        description="'enum': a reference is one of the `$nK.field` options of the upstream nodes' known output "
-        "fields (per-request grammar); 'pattern': any `$nK.path` string (one cached grammar per tool).",
+    reference_fields: bool = Field(
+        default=True,
+        description="Offer `$nK.field` references for the fields of upstream tools that declare an output schema "
+        "(`$nK`, the whole output, is always offered).",
     )
     max_array_items: int = Field(default=6, ge=1, le=32, description="maxItems on array arguments.")
+    max_depth: int = Field(default=3, ge=1, le=6, description="Nesting of object arguments written field by field.")
     string_tokens: int = Field(
-        default=16, ge=2, le=200, description="Token budget per unbounded string value when sizing max_tokens."
+        default=16, ge=2, le=200, description="Token budget per unbounded value when sizing max_tokens."
     )
+
+
+class SelectionConfig(BaseModel):
+    """Tool shortlist and step proposals by embedding similarity (planner/selection.py).
+
+    Thresholds are cosine similarities of the packaged MiniLM; how they were chosen is in
+    benchmarks/results/planner.md (tuned on the demonstration pool of the split only, never on scored items).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_min: float = Field(default=0.2, ge=-1, le=1, description="A step gets a tool proposed at this similarity.")
+    repeat_margin: float = Field(
+        default=0.15, ge=0, le=2, description="A tool already proposed yields to a runner-up within this margin."
+    )
+    prerequisites: bool = Field(
+        default=True, description="Propose the tool whose outputs a proposed tool's required arguments need."
+    )
+    no_fit_below: float = Field(
+        default=0.12,
+        ge=-1,
+        le=1,
+        description="When no tool reaches this similarity with the request or any of its steps, the answer is "
+        "'no tool fits' (no plan) without calling the model.",
+    )
+    hints: bool = Field(default=True, description="Show the model the proposed tool of each step.")
 
 
 class PlannerConfig(BaseModel):
@@ -59,52 +93,69 @@ class PlannerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_nodes: int = Field(default=6, ge=1, le=20, description="Most nodes in one plan (grammar bound and DAG check).")
-    max_retries: int = Field(default=2, ge=0, le=5, description="Re-asks with the structured error after a failure.")
+    max_retries: int = Field(default=2, ge=0, le=5, description="Re-asks after a failure, each changing its cause.")
     demonstrations_k: int = Field(default=2, ge=0, le=8, description="Retrieved solved requests shown as examples.")
+    demonstrations_foreign: bool = Field(
+        default=True,
+        description="Also show demonstrations whose tools are not all in the request's catalog, as examples of the "
+        "format (never as skeletons): a new catalog has no history of its own.",
+    )
     strategy: DecodingStrategy = Field(
         default="staged",
         description="'staged': tools first (an enum list), then each node's arguments with a small per-tool "
         "grammar; 'one_shot': one whole-plan grammar (xgrammar/guidance only: does not compile in time on "
-        "outlines); 'unconstrained': no grammar (baseline for benchmarks).",
+        "outlines); 'bare': one call under a bare plan grammar (tool names, any JSON arguments) and "
+        "'unconstrained': no grammar (both baselines for benchmarks).",
+    )
+    grounding: Grounding = Field(
+        default="grounded",
+        description="How strongly values found in the request are preferred (planner/grammar.py): 'grounded' "
+        "(an enum; other values only through an explicit {\"other\": ...}), 'hybrid' (the enum next to free "
+        "values), 'free' (the schema's values only; candidates are shown in the prompt).",
+    )
+    tool_choice: ToolChoice = Field(
+        default="model",
+        description="'model': the model writes the tool sequence (stage 1) with the proposal as a hint; "
+        "'proposal': the embedding proposal is used as is (no stage-1 call; reported as such).",
+    )
+    argument_hints: bool = Field(
+        default=True,
+        description="Show the model a drafted argument object per node (planner/drafting.py) as a suggestion.",
     )
     grammar: GrammarConfig = Field(default_factory=GrammarConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    packs: list[str] = Field(
+        default_factory=lambda: ["travel"],
+        description="Domain packs available (planner/packs/); a pack applies only to requests whose catalog "
+        "contains its tools.",
+    )
     skeleton_agree_score: float | None = Field(
-        default=0.05,
-        ge=0,
+        default=0.45,
+        ge=-1,
         le=1,
-        description="Reuse a retrieved demonstration's plan structure (tools + references; the model then fills "
-        "only the arguments) when its tool set is exactly what the intent's goal rules call for and its "
-        "similarity is at least this. None disables.",
+        description="Reuse a retrieved demonstration's plan structure (the model then fills only the arguments) "
+        "when its tool set is exactly what an applicable pack expects and its cosine similarity is at least this.",
     )
     skeleton_min_score: float | None = Field(
-        default=0.42,
-        ge=0,
+        default=0.8,
+        ge=-1,
         le=1,
-        description="Reuse the nearest demonstration's plan structure whatever the goal rules say when its "
-        "similarity is at least this (tuned leave-one-out on demonstrations.jsonl). None disables.",
+        description="Reuse the nearest demonstration's plan structure whatever a pack says when its cosine "
+        "similarity is at least this. None disables.",
     )
     max_tokens_cap: int = Field(
         default=512, ge=8, le=4096, description="Upper bound on the max_tokens derived from a schema's worst case."
     )
     cache_ttl_s: float = Field(default=600.0, ge=0, description="Plan cache time-to-live in seconds (0 disables).")
     cache_size: int = Field(default=1024, ge=0, description="Plan cache entries kept (LRU), over all tenants.")
-    fallback_enabled: bool = Field(default=True, description="Use the rule-based planner when the model path fails.")
+    fallback_enabled: bool = Field(
+        default=True, description="Plan with rules (a pack's, else the embedding proposal) when the model path fails."
+    )
     today: date | None = Field(
-        default=None, description="The date business rules and intent extraction treat as today (None: the real date)."
+        default=None, description="The date relative dates are resolved against (None: the real date)."
     )
-    prompt_version: str = Field(default="v1", description="Suffix of the template files in configs/prompts/.")
+    prompt_version: str = Field(default="v2", description="Suffix of the template files in configs/prompts/.")
     prompts_dir: Path = Field(default=CONFIG_DIR / "prompts", description="Folder of the prompt templates.")
-    rules_path: Path = Field(default=CONFIG_DIR / "planner" / "rules.yaml", description="Business rules file.")
-    fallback_rules_path: Path = Field(
-        default=CONFIG_DIR / "planner" / "fallback_rules.yaml",
-        description="Keyword/intent rules of the fallback planner.",
-    )
-    slots_path: Path = Field(
-        default=CONFIG_DIR / "planner" / "slots.yaml", description="Argument kinds for intent-derived value enums."
-    )
-    demonstrations_path: Path = Field(
-        default=CONFIG_DIR / "planner" / "demonstrations.jsonl", description="Solved requests for the built-in index."
-    )
     prompt_max_chars: int = Field(
         default=4800,
         ge=500,
@@ -113,14 +164,18 @@ class PlannerConfig(BaseModel):
         "(2048 tokens for SmolLM2).",
     )
     prompt_max_tools: int = Field(
-        default=10,
+        default=8,
         ge=1,
         le=128,
-        description="Largest catalog shown to the model whole. Above it, the request plans over a shortlist: the "
-        "tools of the retrieved demonstrations plus those whose name/description best overlap the request (the "
-        "grammar and prompt then hold only the shortlist; validation still uses the whole catalog).",
+        description="Largest catalog shown to the model whole; above it the request plans over an embedding "
+        "shortlist of this many tools (validation still uses the whole catalog).",
     )
     request_max_chars: int = Field(default=2000, ge=1, description="Longest request text accepted.")
 
     def effective_today(self) -> date:
         return self.today or date.today()
+
+    def fingerprint(self) -> str:
+        """Hash of everything that can change a plan (part of the plan cache key)."""
+        text = self.model_dump_json(exclude={"cache_ttl_s", "cache_size", "today"})
+        return hashlib.sha256(text.encode()).hexdigest()[:16]

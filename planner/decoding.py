@@ -1,19 +1,26 @@
-"""Turning prompts into a candidate plan with the engine: staged, one-shot or unconstrained."""
+"""Turning prompts into a candidate plan with the engine: staged, one-shot or unconstrained.
+
+Staged: one call for the tool sequence (skipped when a skeleton or the proposal supplies it), then one
+call per node for its arguments, each under its own small grammar. Every call extends the same
+conversation, so each prompt is the previous one plus two turns and the engine's prefix cache (salted
+per tenant) serves the shared part. What a node may be filled with (request values, references, the
+step it came from) is decided by the caller's `NodeContext` function: this module only talks to the
+engine and parses what comes back.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.demos import Demonstration, skeleton_refs
-from planner.grammar import SchemaBuilder, max_tokens_for
+from planner.grammar import SchemaBuilder, ValueContext, max_tokens_for, unwrap_other
 from planner.llm import Completion, Message, PlannerLLM
 from planner.prompts import PromptBook, compact
-from planner.slots import SlotValues
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
@@ -26,15 +33,32 @@ class DecodeError(Exception):
         self.raw = raw
 
 
+@dataclass(frozen=True)
+class NodeTurn:
+    """What one node's call is given: its grammar context and the prompt's step, values and references."""
+
+    context: ValueContext
+    step: str
+    shown_values: Sequence[Any] = ()
+    shown_refs: Sequence[str] = ()
+    draft: dict[str, Any] | None = None
+
+
+NodeContext = Callable[[int, str, list[str]], Awaitable[NodeTurn]]
+"""(node index, tool name, the plan's tools) → that node's turn."""
+
+
 @dataclass
 class Decoded:
     """What one decoding attempt produced: a plan-shaped dict (or an error), and what it cost."""
 
     candidate: dict[str, Any] | None = None
     error: DecodeError | None = None
+    empty: bool = False  # the model chose no tool: "nothing fits"
     calls: list[Completion] = field(default_factory=list)
+    schemas: list[dict[str, Any] | None] = field(default_factory=list)
     raw_parts: list[str] = field(default_factory=list)
-    skeleton: bool = False  # tools and references came from a demonstration's plan
+    tools_from: str = "model"  # model | skeleton | proposal
 
     @property
     def raw_text(self) -> str:
@@ -99,59 +123,47 @@ class PlanDecoder:
         self.prompts = prompts
         self.schemas = SchemaBuilder(config.grammar, config.max_nodes)
 
-    async def decode(
-        self,
-        messages: list[Message],
-        catalog: ToolCatalog,
-        *,
-        cache_salt: str | None,
-        strategy: str | None = None,
-        values: SlotValues | None = None,
-        skeleton: Demonstration | None = None,
-    ) -> Decoded:
-        strategy = strategy or self.config.strategy
-        if strategy == "staged":
-            return await self.staged(messages, catalog, cache_salt=cache_salt, values=values, skeleton=skeleton)
-        return await self.one_call(messages, catalog, cache_salt=cache_salt, constrained=strategy == "one_shot")
-
     async def staged(
         self,
         messages: list[Message],
         catalog: ToolCatalog,
+        node_context: NodeContext,
         *,
         cache_salt: str | None,
-        values: SlotValues | None = None,
-        skeleton: Demonstration | None = None,
+        given_tools: Sequence[str] | None = None,
+        given_by: str = "skeleton",
+        allow_empty: bool = True,
     ) -> Decoded:
-        """Stage 1 (tools) unless a skeleton gives them; then one call per node. Every call extends the
-        same conversation, so each prompt is the previous one plus two turns: the engine's prefix cache
-        (salted per tenant) serves the shared part."""
         out = Decoded()
         conversation = list(messages)
-        schema = self.schemas.tools_schema(catalog)
-        forced = skeleton_refs(skeleton) if skeleton is not None else None
         try:
-            if skeleton is not None:
-                text = compact({"tools": skeleton.tools()})
-                out.skeleton = True
+            if given_tools is not None:
+                text = compact({"tools": list(given_tools)})
+                out.tools_from = given_by
             else:
-                text = await self._call(out, conversation, schema, cache_salt)
+                text = await self._call(
+                    out, conversation, self.schemas.tools_schema(catalog, allow_empty=allow_empty), cache_salt
+                )
             tools = parse_json_object(text).get("tools")
-            if not isinstance(tools, list) or not tools or not all(t in catalog for t in tools):
+            if not isinstance(tools, list) or not all(isinstance(t, str) and t in catalog for t in tools):
                 raise DecodeError(f"expected {{'tools': [known tool names]}}, got {text[:200]}", text)
+            if not tools:
+                out.empty = True
+                return out
+            tools = tools[: self.config.max_nodes]
             nodes: list[dict[str, Any]] = []
-            for index, name in enumerate(tools[: self.config.max_nodes], start=1):
-                node_id = f"n{index}"
+            for index, name in enumerate(tools):
+                node_id = f"n{index + 1}"
+                turn = await node_context(index, name, tools)
+                prompt = self.prompts.node(node_id, name, turn.step, turn.shown_values, turn.shown_refs, turn.draft)
                 conversation = [
                     *conversation,
                     {"role": "assistant", "content": text},
-                    {"role": "user", "content": self.prompts.node(node_id, name)},
+                    {"role": "user", "content": prompt},
                 ]
-                upstream = [catalog.get(t) for t in tools[: index - 1]]
-                refs = forced[index - 1] if forced is not None else None
-                schema = self.schemas.args_schema(catalog.get(name), upstream, values, refs)
+                schema = self.schemas.args_schema(catalog.get(name), turn.context)
                 text = await self._call(out, conversation, schema, cache_salt)
-                args = {k: v for k, v in parse_json_object(text).items() if v is not None}
+                args = {k: v for k, v in unwrap_other(parse_json_object(text)).items() if v is not None}
                 nodes.append({"id": node_id, "tool": name, "args": args})
             out.candidate = {"nodes": nodes}
         except DecodeError as exc:
@@ -159,13 +171,19 @@ class PlanDecoder:
         return out
 
     async def one_call(
-        self, messages: list[Message], catalog: ToolCatalog, *, cache_salt: str | None, constrained: bool
+        self, messages: list[Message], catalog: ToolCatalog, *, cache_salt: str | None, grammar: str | None
     ) -> Decoded:
+        """One call for the whole plan: `grammar` "one_shot" (the rich plan schema), "bare" (tool names and
+        any JSON arguments) or None (no grammar: the output is searched for a JSON object)."""
         out = Decoded()
-        schema = self.schemas.plan_schema(catalog) if constrained else None
+        schema: dict[str, Any] | None = None
+        if grammar == "one_shot":
+            schema = self.schemas.plan_schema(catalog)
+        elif grammar == "bare":
+            schema = self.schemas.bare_plan_schema(catalog, self.config.max_nodes)
         try:
             text = await self._call(out, messages, schema, cache_salt)
-            out.candidate = steps_to_plan(parse_json_object(text, lenient=not constrained).get("steps"))
+            out.candidate = steps_to_plan(parse_json_object(text, lenient=schema is None).get("steps"))
         except DecodeError as exc:
             out.error = exc
         return out
@@ -179,5 +197,6 @@ class PlanDecoder:
             max_tokens = self.config.max_tokens_cap
         completion = await self.llm.complete(messages, json_schema=schema, max_tokens=max_tokens, cache_salt=cache_salt)
         out.calls.append(completion)
+        out.schemas.append(schema)
         out.raw_parts.append(completion.text)
         return completion.text

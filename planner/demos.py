@@ -1,7 +1,10 @@
 """Solved requests shown to the model as examples (retrieval-augmented planning).
 
-`DemonstrationSource` is the interface `retrieval.demos.DemonstrationIndex` (FAISS) also implements;
-`WordOverlapDemonstrations` is the small built-in one (word overlap) used until then and in tests.
+`DemonstrationSource` is the interface every source implements (`retrieval.demos.DemonstrationIndex`,
+FAISS, for large or tenant collections). `EmbeddingDemonstrations` ranks a small in-memory set (a
+domain pack's examples) by cosine similarity of the packaged MiniLM embeddings, the measure the skeleton
+thresholds are calibrated in; `WordOverlapDemonstrations` (Jaccard of content words) is the
+model-free baseline used by tests and the nearest-copy benchmark baseline.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from planner.catalog import ToolCatalog
+from planner.similarity import CachedEmbedder
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -64,6 +68,26 @@ class WordOverlapDemonstrations:
         return [Demonstration(d.request, d.plan, round(s, 4), d.tenant) for s, d in scored[:k] if s > 0]
 
 
+class EmbeddingDemonstrations:
+    """Cosine similarity of request embeddings; demonstration vectors are embedded once, lazily."""
+
+    def __init__(self, demos: Sequence[Demonstration], embedder: CachedEmbedder) -> None:
+        self.demos = list(demos)
+        self.embedder = embedder
+
+    def search(self, request: str, k: int, *, tenant: str | None) -> list[Demonstration]:
+        visible = [d for d in self.demos if d.tenant is None or d.tenant == tenant]
+        if not visible or k <= 0:
+            return []
+        vectors = self.embedder.embed([request, *(d.request for d in visible)])
+        scores = vectors[1:] @ vectors[0]
+        order = sorted(range(len(visible)), key=lambda i: -float(scores[i]))[:k]
+        return [
+            Demonstration(visible[i].request, visible[i].plan, round(float(scores[i]), 4), visible[i].tenant)
+            for i in order
+        ]
+
+
 def load_demonstrations(path: Path) -> list[Demonstration]:
     demos = []
     for line in path.read_text().splitlines():
@@ -93,7 +117,7 @@ def choose_skeleton(
 
     The nearest one whose tool set is exactly what the intent's goals call for (when its similarity is
     at least `agree_score`), else the nearest one when its similarity is at least `min_score`.
-    Tuned leave-one-out on configs/planner/demonstrations.jsonl (never on the held-out sets)."""
+    Thresholds are cosine similarities (planner/config.py says how they were chosen)."""
     if agree_score is not None and expected_tools:
         for demo in found:
             if demo.score >= agree_score and set(demo.tools()) == expected_tools:

@@ -1,24 +1,26 @@
 """JSON schemas sent to the engine as `structured_outputs`, generated per request from the catalog.
 
-Why staged decoding (measured, see benchmarks/results/grammar_compile.md): a one-shot plan schema
-(an array of `anyOf` one object per tool) compiles in seconds to minutes under outlines and took the
-shared engine down; the tiny model also runs to `max_tokens` in it. So the default strategy decodes
+Staged decoding (planner/decoding.py) uses two kinds of grammar, both small enough to compile in well
+under a second with outlines (measured: benchmarks/results/grammar_compile.md):
 
-1. the tool sequence: `{"tools": [<enum of tool names>, ...]}` (≤ max_nodes items; one grammar per
-   catalog, compiled once and then cached by vLLM), then
-2. each node's arguments with that tool's own small object schema: all of its argument names, in a
-   fixed order (required first, optional ones nullable), nothing else (`additionalProperties: false`).
-   A string or number argument is offered the request's own values of its kind as an enum
-   (planner/slots.py), references to upstream outputs as an enum of `$nK.field` options, and a free
-   value only where the request has none: a string of a narrow character class bounded by `pattern`
-   (never `maxLength`, which makes outlines ignore the pattern and is slow), an integer of at most
-   `number_max_digits` digits. With a plan skeleton (a retrieved demonstration's structure) stage 1 is
-   skipped and the skeleton's references are the only ones offered.
+1. the tool sequence: `{"tools": [<enum of shortlisted tool names>, ...]}`, 0 or 1 to `max_nodes` items;
+2. one argument object per node: every argument name of the tool in a fixed order (required first,
+   optional ones nullable), nothing else (`additionalProperties: false`).
 
-Every value is bounded, so each grammar has a small finite worst case, and `max_tokens` is that worst
-case in characters (a token is at least one character): a model-path plan is never cut off.
-Node ids (`n1..nK` by position) and edges (from references) are never decoded: they are correct by
-construction, and every reference points upstream, so the plan is a DAG.
+The grammar enforces structure — tool names, argument names, JSON types, enums, bounds, references to
+earlier nodes — never "only the values we found". Every value the tool's JSON Schema allows can be
+written (strings bounded in length and without `"`/`\\`; see `GrammarConfig`). Values grounded in the
+request (planner/values.py) are *preferred*, and the grounding mode says how strongly:
+
+- `free`:     the schema's own values only (strong models; candidates appear in the prompt only);
+- `hybrid`:   the candidates as an enum next to the free value (same JSON type);
+- `grounded`: the candidates as an enum; a value outside them must be written as `{"other": ...}`,
+  a deliberate detour a small model rarely takes by accident. `unwrap_other` removes the wrapper.
+
+References: `$nK` (the whole output of an upstream node) is always offered; `$nK.field` where the
+upstream tool declares an output schema, for fields of a compatible type. A skeleton (a retrieved
+demonstration's structure) fixes the references instead. A client tool's own `pattern` never enters a
+grammar (it could blow up compilation); candidates are filtered by it and validation enforces it.
 """
 
 from __future__ import annotations
@@ -28,30 +30,46 @@ import re
 import re._constants as sre_constants
 import re._parser as sre_parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from planner.catalog import ToolCatalog, ToolDef
-from planner.config import GrammarConfig
-from planner.slots import SlotValues
+from planner.config import GrammarConfig, Grounding
+from planner.values import Candidate, RequestValues, name_tokens, rank
 
 JsonSchema = dict[str, Any]
-_SCALARS = {"string", "number", "integer", "boolean"}
+OTHER = "other"
 _COMPATIBLE = {
-    "number": {"number", "integer"},
-    "integer": {"integer"},
-    "string": {"string"},
-    "boolean": {"boolean"},
+    "number": {"number", "integer", ""},
+    "integer": {"integer", "number", ""},
+    "string": {"string", "", "integer", "number"},
+    "boolean": {"boolean", ""},
+    "array": {"array", ""},
+    "object": {"object", ""},
 }
+_DATEISH = re.compile(r"date|day|_on$|^on$|deadline|due|birth|since|until", re.I)
+_TIMEISH = re.compile(r"time|hour|clock", re.I)
 
 
-def reference_pattern(upstream_count: int) -> str:
-    """Regex of a reference to one of nodes n1..n<upstream_count>, with an optional field path."""
-    if upstream_count < 10:
-        nodes = f"n[1-{upstream_count}]" if upstream_count > 1 else "n1"
-    else:
-        nodes = "n([1-9]|" + "|".join(str(i) for i in range(10, upstream_count + 1)) + ")"
-    return rf"^\${nodes}(\.[A-Za-z_][A-Za-z0-9_]*){{0,2}}$"
+@dataclass(frozen=True)
+class Upstream:
+    """An earlier node as the grammar sees it: its id and tool."""
+
+    node_id: str
+    tool: ToolDef
+
+
+@dataclass
+class ValueContext:
+    """What one node's argument grammar may offer besides the schema itself."""
+
+    grounding: Grounding = "free"
+    values: RequestValues | None = None
+    span: tuple[int, int] | None = None  # the node's step in the request
+    upstream: Sequence[Upstream] = ()
+    forced_refs: Mapping[str, str] | None = None  # skeleton: argument → reference (the only refs offered)
+    preferred: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # argument → pack values, first
+    excluded: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # argument → values a retry removed
 
 
 class SchemaBuilder:
@@ -62,14 +80,14 @@ class SchemaBuilder:
         self.max_nodes = max_nodes
 
     # stage 1 -------------------------------------------------------------------------------
-    def tools_schema(self, catalog: ToolCatalog) -> JsonSchema:
+    def tools_schema(self, catalog: ToolCatalog, *, allow_empty: bool = True) -> JsonSchema:
         return {
             "type": "object",
             "properties": {
                 "tools": {
                     "type": "array",
                     "items": {"type": "string", "enum": catalog.names()},
-                    "minItems": 1,
+                    "minItems": 0 if allow_empty else 1,
                     "maxItems": self.max_nodes,
                 }
             },
@@ -78,30 +96,20 @@ class SchemaBuilder:
         }
 
     # stage 2 -------------------------------------------------------------------------------
-    def args_schema(
-        self,
-        tool: ToolDef,
-        upstream: Sequence[ToolDef],
-        values: SlotValues | None = None,
-        forced_refs: Mapping[str, str] | None = None,
-    ) -> JsonSchema:
-        """The argument object of the node after `upstream` (its tools, in node order).
-
-        `values`: the request's candidate values (intent enums; None: free bounded values).
-        `forced_refs`: a plan skeleton's references (argument → `$nK.path`); when given, those are the
-        only references this node may write (the skeleton fixes the edges)."""
-        refs = self._reference_options(upstream) if forced_refs is None else _Refs(None, {})
+    def args_schema(self, tool: ToolDef, context: ValueContext | None = None) -> JsonSchema:
+        context = context or ValueContext()
         props: dict[str, Any] = {}
         required = set(tool.required)
         mode = self.config.optional_args
         for name in tool.arg_names():
-            if name not in required and mode == "omit":
-                continue
             need = name in required
-            if forced_refs is not None and name in forced_refs:
-                value: JsonSchema | None = {"enum": [forced_refs[name]]}
+            if not need and mode == "omit":
+                continue
+            sub = tool.properties[name]
+            if context.forced_refs is not None and name in context.forced_refs:
+                value: JsonSchema | None = {"enum": [context.forced_refs[name]]}
             else:
-                value = self._value(tool.properties[name], refs, _Slot(name, need, values))
+                value = self._value(sub if isinstance(sub, dict) else {}, _Slot(name, need, 0), context)
             if value is None:
                 value = {"type": "null"}
             elif not need and mode == "nullable" and not _allows_null(value):
@@ -111,14 +119,13 @@ class SchemaBuilder:
         schema["required"] = list(props) if mode != "optional" else [n for n in props if n in required]
         return schema
 
-    # one shot ------------------------------------------------------------------------------
+    # one shot (baseline) -------------------------------------------------------------------
     def plan_schema(self, catalog: ToolCatalog) -> JsonSchema:
-        """Whole plan in one grammar: `{"steps": [{"tool": ..., "args": {...}}]}` (not for outlines)."""
+        """Whole plan in one grammar, `{"steps": [{"tool", "args"}]}`, as a user would naively write it."""
         variants = []
         for tool in catalog:
-            args = self.args_schema(tool, [])
-            if self.max_nodes > 1:
-                args = self._with_pattern_refs(tool, self.max_nodes - 1)
+            placeholder = [Upstream(f"n{i}", tool) for i in range(1, self.max_nodes)]
+            args = self.args_schema(tool, ValueContext(upstream=placeholder))
             variants.append(
                 {
                     "type": "object",
@@ -136,115 +143,183 @@ class SchemaBuilder:
             "additionalProperties": False,
         }
 
-    def _with_pattern_refs(self, tool: ToolDef, upstream_count: int) -> JsonSchema:
-        saved = self.config
-        self.config = saved.model_copy(update={"reference_mode": "pattern"})
-        try:
-            placeholder = [ToolDef("_", "", {"type": "object"})] * upstream_count
-            return self.args_schema(tool, placeholder)
-        finally:
-            self.config = saved
+    @staticmethod
+    def bare_plan_schema(catalog: ToolCatalog, max_nodes: int) -> JsonSchema:
+        """The naive baseline: `{"steps": [{"tool": <name>, "args": <any object>}]}`."""
+        step = {
+            "type": "object",
+            "properties": {"tool": {"enum": catalog.names()}, "args": {"type": "object"}},
+            "required": ["tool", "args"],
+            "additionalProperties": False,
+        }
+        return {
+            "type": "object",
+            "properties": {"steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_nodes}},
+            "required": ["steps"],
+            "additionalProperties": False,
+        }
 
     # values --------------------------------------------------------------------------------
-    def _reference_options(self, upstream: Sequence[ToolDef]) -> _Refs:
-        if not upstream:
-            return _Refs(None, {})
-        if self.config.reference_mode == "pattern" or not any(t.output_fields for t in upstream):
-            return _Refs(reference_pattern(len(upstream)), {})
-        by_type: dict[str, list[str]] = {}
-        for index, tool in enumerate(upstream, start=1):
-            by_type.setdefault("any", []).append(f"$n{index}")
-            for path, kind in tool.output_fields:
-                ref = f"$n{index}.{path}"
-                by_type.setdefault(kind or "any", []).append(ref)
-                by_type["any"].append(ref)
-        return _Refs(None, by_type)
-
-    def _value(self, schema: Mapping[str, Any], refs: _Refs, slot: _Slot) -> JsonSchema | None:
-        """The grammar of one value: None when nothing may be written (the caller makes it null)."""
-        if "anyOf" in schema or "oneOf" in schema:
-            options = [o for o in (schema.get("anyOf") or schema.get("oneOf") or []) if o.get("type") != "null"]
-            if len(options) == 1:
-                merged = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
-                return self._value({**merged, **options[0]}, refs, slot)
-            return _union([self._value(option, refs, slot) for option in options])
+    def _value(self, schema: Mapping[str, Any], slot: _Slot, context: ValueContext) -> JsonSchema | None:
+        """The grammar of one value (None: only null can be written)."""
+        for key in ("anyOf", "oneOf"):
+            if isinstance(schema.get(key), list):
+                options = [o for o in schema[key] if isinstance(o, dict) and o.get("type") != "null"]
+                base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+                return _union([self._value({**base, **o}, slot, context) for o in options])
         kind = schema.get("type")
         if isinstance(kind, list):
-            return _union([self._value({**schema, "type": k}, refs, slot) for k in kind if k != "null"])
-        if "enum" in schema:  # literal choices: no references
-            return {"enum": list(schema["enum"])}
+            return _union([self._value({**schema, "type": k}, slot, context) for k in kind if k != "null"])
+        refs = self._refs(str(kind or ""), context) if slot.depth == 0 else []
+        ref_option = {"enum": refs} if refs else None
         if "const" in schema:
             return {"const": schema["const"]}
-        if kind == "array":
-            items = self._value(schema.get("items", {}), refs, _Slot(slot.name, True, slot.values))
-            limit = min(int(schema.get("maxItems", self.config.max_array_items)), self.config.max_array_items)
-            array: JsonSchema = {"type": "array", "items": items or {"type": "null"}, "maxItems": limit}
-            if "minItems" in schema:
-                array["minItems"] = min(int(schema["minItems"]), limit)
-            return array
-        if kind == "object":
-            fields = (schema.get("properties") or {}).items()
-            props = {k: self._value(v, refs, _Slot(k, True, slot.values)) for k, v in fields}
-            return {
-                "type": "object",
-                "properties": {k: v or {"type": "null"} for k, v in props.items()},
-                "required": list(props),
-                "additionalProperties": False,
-            }
+        if "enum" in schema:
+            return _union([{"enum": list(schema["enum"])}, ref_option])
+        if kind == "boolean":
+            return _union([{"type": "boolean"}, ref_option])
+        if kind == "null":
+            return {"type": "null"}
+        if kind in ("integer", "number"):
+            return self._number(schema, str(kind), slot, context, ref_option)
         if kind == "string":
-            return self._string(schema, refs, slot)
-        if kind in ("number", "integer"):
-            return self._number(schema, str(kind), refs, slot)
-        if kind in ("boolean", "null"):
-            return {"type": kind}
-        # untyped ("any JSON"): a reference when there is something upstream, else a free string
-        options = refs.options("any")
-        return {"enum": options} if options else self._free_string()
+            return self._string(schema, slot, context, ref_option)
+        if kind == "array":
+            return self._array(schema, slot, context, ref_option)
+        if kind == "object" and isinstance(schema.get("properties"), dict) and slot.depth < self.config.max_depth:
+            return self._object(schema, slot, context, ref_option)
+        if kind == "object":  # an object without declared properties: any JSON object
+            objects = [c.value for c in context.values.objects()] if context.values is not None else []
+            return _union([{"enum": objects} if objects else None, ref_option, {"type": "object"}])
+        # untyped: a reference, a request value, or free text
+        return _union([ref_option, self._string({}, slot, context, None)])
 
-    def _string(self, schema: Mapping[str, Any], refs: _Refs, slot: _Slot) -> JsonSchema | None:
-        own = schema.get("pattern")
-        bounded_own = own is not None and pattern_width(own) is not None
-        literal: list[str] = []
-        free = slot.values is None
-        if slot.values is not None:
-            kind, found = slot.values.strings(slot.name)
-            literal = [v for v in found if _fits(v, schema)]
-            free = kind == "free" or (not literal and slot.required)
-        options: list[JsonSchema] = []
-        if literal:
-            options.append({"enum": literal})
-        if free:
-            options.append({"type": "string", "pattern": own} if bounded_own else self._free_string())
-        if ref_options := refs.options("string"):
-            options.append({"enum": ref_options})
-        if refs.pattern:
-            options.append({"type": "string", "pattern": refs.pattern})
-        if not options and slot.required:
-            options.append(self._free_string())
-        return _union(options)
+    def _string(
+        self, schema: Mapping[str, Any], slot: _Slot, context: ValueContext, ref_option: JsonSchema | None
+    ) -> JsonSchema | None:
+        free = self._free_string(schema)
+        found = [v for v in self._candidates(slot, context, want="string", schema=schema) if _fits_string(v, schema)]
+        return self._grounded(found, free, context.grounding, ref_option)
 
-    def _number(self, schema: Mapping[str, Any], kind: str, refs: _Refs, slot: _Slot) -> JsonSchema | None:
-        literal: list[float | int] = []
-        free = slot.values is None
-        if slot.values is not None:
-            literal = [
-                v for v in slot.values.numbers() if (kind == "number" or isinstance(v, int)) and _in_range(v, schema)
-            ]
-            free = not literal and slot.required
-        options: list[JsonSchema] = []
-        if literal:
-            options.append({"enum": literal})
-        if free or (not options and slot.required):
-            digits = self.config.number_max_digits
-            options.append({"type": "integer", "minDigits": 1, "maxDigits": digits})
-        if ref_options := refs.options(kind):
-            options.append({"enum": ref_options})
-        if refs.pattern:
-            options.append({"type": "string", "pattern": refs.pattern})
-        return _union(options)
+    def _number(
+        self, schema: Mapping[str, Any], kind: str, slot: _Slot, context: ValueContext, ref_option: JsonSchema | None
+    ) -> JsonSchema | None:
+        digits = self.config.number_max_digits
+        integer = {"type": "integer", "minDigits": 1, "maxDigits": digits}
+        free: JsonSchema = integer if kind == "integer" else {"anyOf": [integer, {"type": "number"}]}
+        found = [
+            v
+            for v in self._candidates(slot, context, want=kind, schema=schema)
+            if (kind == "number" or float(v).is_integer()) and _in_range(v, schema)
+        ]
+        found = [int(v) if kind == "integer" else v for v in found]
+        return self._grounded(found, free, context.grounding, ref_option)
 
-    def _free_string(self) -> JsonSchema:
-        return {"type": "string", "pattern": self.config.free_string_pattern}
+    def _array(
+        self, schema: Mapping[str, Any], slot: _Slot, context: ValueContext, ref_option: JsonSchema | None
+    ) -> JsonSchema | None:
+        limit = min(int(schema.get("maxItems", self.config.max_array_items)), self.config.max_array_items)
+        item_schema = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        items = self._value(item_schema, _Slot(slot.name, True, slot.depth + 1), context)
+        array: JsonSchema = {"type": "array", "items": items or {"type": "null"}, "maxItems": limit}
+        if "minItems" in schema:
+            array["minItems"] = min(int(schema["minItems"]), limit)
+        whole = []
+        if context.values is not None:
+            whole = [c.value for c in context.values.lists() if 0 < len(c.value) <= limit]
+        lists = {"enum": whole} if whole and context.grounding != "free" else None
+        return _union([lists, array, ref_option])
+
+    def _object(
+        self, schema: Mapping[str, Any], slot: _Slot, context: ValueContext, ref_option: JsonSchema | None
+    ) -> JsonSchema:
+        fields = schema.get("properties") or {}
+        props = {
+            k: self._value(v if isinstance(v, dict) else {}, _Slot(k, True, slot.depth + 1), context)
+            for k, v in fields.items()
+        }
+        required = set(schema.get("required", []))
+        for k, v in list(props.items()):
+            if v is None:
+                props[k] = {"type": "null"}
+            elif k not in required and not _allows_null(v):
+                props[k] = {"anyOf": [v, {"type": "null"}]}
+        obj: JsonSchema = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+        return _union([obj, ref_option]) or obj
+
+    def _grounded(
+        self, found: list[Any], free: JsonSchema, grounding: Grounding, ref_option: JsonSchema | None
+    ) -> JsonSchema | None:
+        if grounding == "free" or not found:
+            return _union([ref_option, free])
+        enum = {"enum": found}
+        if grounding == "hybrid":
+            return _union([enum, ref_option, free])
+        other = {"type": "object", "properties": {OTHER: free}, "required": [OTHER], "additionalProperties": False}
+        return _union([enum, ref_option, other])
+
+    def _free_string(self, schema: Mapping[str, Any]) -> JsonSchema:
+        fmt = schema.get("format")
+        if fmt in ("date", "date-time", "time", "email", "uri", "uuid"):
+            return {"type": "string", "format": fmt}
+        longest = min(int(schema.get("maxLength", self.config.free_string_max)), self.config.free_string_max)
+        shortest = min(int(schema.get("minLength", 0)), longest)
+        return {"type": "string", "pattern": f"^{self.config.free_string_class}{{{shortest},{longest}}}$"}
+
+    def _candidates(self, slot: _Slot, context: ValueContext, *, want: str, schema: Mapping[str, Any]) -> list[Any]:
+        limit = self.config.candidates_per_arg
+        excluded = list(context.excluded.get(slot.name, ()))
+        out: list[Any] = [v for v in context.preferred.get(slot.name, ()) if _is(v, want)]
+        if "default" in schema and _is(schema["default"], want):
+            out.append(schema["default"])
+        if context.values is not None:
+            pool = context.values.numbers() if want in ("integer", "number") else context.values.strings()
+            if want == "string":
+                pool = _by_hint(pool, slot.name, schema)
+            description = str(schema.get("description", ""))
+            out += [c.value for c in rank(pool, slot.name, description, span=context.span, limit=limit * 2)]
+        kept: list[Any] = []
+        for value in out:
+            if value not in kept and value not in excluded and not isinstance(value, bool):
+                kept.append(value)
+        return kept[:limit]
+
+    def _refs(self, kind: str, context: ValueContext) -> list[str]:
+        if context.forced_refs is not None:
+            return []
+        wanted = _COMPATIBLE.get(kind, set(_COMPATIBLE))
+        refs: list[str] = []
+        for up in context.upstream:
+            refs.append(f"${up.node_id}")
+            if self.config.reference_fields:
+                refs += [f"${up.node_id}.{path}" for path, k in up.tool.output_fields if not kind or k in wanted]
+        return refs
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+    required: bool
+    depth: int
+
+
+def _is(value: Any, want: str) -> bool:
+    if isinstance(value, bool):
+        return False
+    if want in ("integer", "number"):
+        return isinstance(value, (int, float))
+    return isinstance(value, str)
+
+
+def _by_hint(pool: Sequence[Candidate], name: str, schema: Mapping[str, Any]) -> list[Candidate]:
+    """Dates first for date-like arguments and times for time-like ones; the rest keep their order."""
+    fmt = str(schema.get("format", ""))
+    tokens = " ".join(name_tokens(name))
+    if fmt.startswith("date") or _DATEISH.search(tokens):
+        return sorted(pool, key=lambda c: c.kind not in ("date", "datetime"))
+    if fmt == "time" or _TIMEISH.search(tokens):
+        return sorted(pool, key=lambda c: c.kind != "time")
+    return list(pool)
 
 
 def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:
@@ -253,33 +328,33 @@ def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:
         return None
     enums = [o for o in kept if set(o) == {"enum"}]
     rest = [o for o in kept if set(o) != {"enum"}]
+    flat: list[JsonSchema] = []
+    for option in rest:
+        flat.extend(option["anyOf"] if set(option) == {"anyOf"} else [option])
     if len(enums) > 1:  # one enum of all literal options: a shorter regex
         merged: list[Any] = []
         for option in enums:
             merged += [v for v in option["enum"] if v not in merged]
         enums = [{"enum": merged}]
-    kept = enums + rest
+    kept = enums + flat
     return kept[0] if len(kept) == 1 else {"anyOf": kept}
 
 
-def _fits(value: str, schema: Mapping[str, Any]) -> bool:
-    if "pattern" in schema and not re.search(str(schema["pattern"]), value):
+def _fits_string(value: Any, schema: Mapping[str, Any]) -> bool:
+    if not isinstance(value, str) or '"' in value or "\\" in value:
         return False
-    return int(schema.get("minLength", 0)) <= len(value) <= int(schema.get("maxLength", 10**6))
+    if not int(schema.get("minLength", 0)) <= len(value) <= int(schema.get("maxLength", 10**6)):
+        return False
+    return True
 
 
 def _in_range(value: float, schema: Mapping[str, Any]) -> bool:
     low, high = schema.get("minimum"), schema.get("maximum")
-    if schema.get("exclusiveMinimum") is not None and value <= schema["exclusiveMinimum"]:
+    if isinstance(schema.get("exclusiveMinimum"), (int, float)) and value <= schema["exclusiveMinimum"]:
         return False
-    return (low is None or value >= low) and (high is None or value <= high)
-
-
-@dataclass(frozen=True)
-class _Slot:
-    name: str
-    required: bool
-    values: SlotValues | None
+    if isinstance(schema.get("exclusiveMaximum"), (int, float)) and value >= schema["exclusiveMaximum"]:
+        return False
+    return (not isinstance(low, (int, float)) or value >= low) and (not isinstance(high, (int, float)) or value <= high)
 
 
 def _allows_null(schema: Mapping[str, Any]) -> bool:
@@ -288,24 +363,20 @@ def _allows_null(schema: Mapping[str, Any]) -> bool:
     return any(_allows_null(option) for option in schema.get("anyOf", []))
 
 
-class _Refs:
-    """Reference options for one node: a pattern, or enums per value type."""
-
-    def __init__(self, pattern: str | None, by_type: dict[str, list[str]]) -> None:
-        self.pattern = pattern
-        self.by_type = by_type
-
-    def options(self, kind: str) -> list[str]:
-        if kind == "any":
-            return list(self.by_type.get("any", []))
-        wanted = _COMPATIBLE.get(kind, set())
-        return [ref for k, refs in self.by_type.items() if k in wanted for ref in refs]
+def unwrap_other(value: Any) -> Any:
+    """`{"other": v}` (the grounded mode's detour) → v, at any depth."""
+    if isinstance(value, dict):
+        if set(value) == {OTHER}:
+            return unwrap_other(value[OTHER])
+        return {k: unwrap_other(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap_other(v) for v in value]
+    return value
 
 
 def max_tokens_for(schema: Mapping[str, Any], config: GrammarConfig, cap: int) -> int:
-    """`max_tokens` that can never cut the grammar's output: its longest match in characters (every
-    token is at least one character) + the end token. Unbounded parts (none in the staged schemas)
-    count `string_tokens`; the cap wins above it (then `bounded_worst_case` is False)."""
+    """`max_tokens` that never cuts the grammar's output: its longest match in characters (a token is at
+    least one character) + the end token; unbounded parts count `string_tokens`; the cap wins above."""
     return max(8, min(cap, worst_case_chars(schema, config) + 2))
 
 
@@ -325,6 +396,8 @@ def worst_case_chars(schema: Mapping[str, Any], config: GrammarConfig) -> int:
         items = int(schema.get("maxItems", config.max_array_items))
         return 2 + items * (worst_case_chars(schema.get("items", {}), config) + 3)
     if kind == "string":
+        if "format" in schema:
+            return 2 + {"date": 10, "time": 16, "date-time": 32, "uuid": 36}.get(str(schema["format"]), 64)
         width = pattern_width(schema["pattern"]) if "pattern" in schema else None
         if width is None and "maxLength" in schema and "pattern" not in schema:
             width = int(schema["maxLength"]) * 6  # escapes: \uXXXX
@@ -335,7 +408,7 @@ def worst_case_chars(schema: Mapping[str, Any], config: GrammarConfig) -> int:
 
 
 def pattern_width(pattern: str) -> int | None:
-    """Longest match of a regex in characters (None: unbounded)."""
+    """Longest match of one of OUR regexes in characters (None: unbounded). Never run on client text."""
     try:
         _, high = sre_parse.parse(pattern.strip("^$")).getwidth()
     except re.error:

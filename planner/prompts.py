@@ -1,4 +1,9 @@
-"""Prompt rendering from the versioned template files in configs/prompts/ (string.Template)."""
+"""Prompt rendering from the versioned template files in configs/prompts/ (string.Template).
+
+Templates hold all wording; this module only fills them with the catalog, the request's steps (with
+the proposed tool of each when hints are on), the values and references offered to a node, and
+solved examples rendered as the same turns the staged decoder produces.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,20 @@ from typing import Any
 
 from planner.catalog import ToolCatalog, ToolDef
 from planner.demos import Demonstration
-from planner.intent import Intent
 from planner.llm import Message
+from planner.steps import split_steps
 
-TEMPLATES = ("planner_system", "catalog_tool", "request", "node", "oneshot_request", "repair", "replan")
+TEMPLATES = (
+    "planner_system",
+    "catalog_tool",
+    "request",
+    "node",
+    "oneshot_request",
+    "repair",
+    "replan",
+    "value_rule_grounded",
+)
+MAX_SHOWN_VALUES = 8
 
 
 def compact(value: Any) -> str:
@@ -43,14 +58,50 @@ class PromptBook:
         description = tool.description if len(tool.description) <= 120 else tool.description[:117] + "..."
         return self.render("catalog_tool", name=tool.name, args=args, description=description, outputs=outputs)
 
-    def system(self, catalog: ToolCatalog) -> str:
-        return self.render("planner_system", catalog="\n".join(self.tool_line(tool) for tool in catalog))
-
-    def request(self, request: str, intent: Intent, *, oneshot: bool = False, extra: str = "") -> str:
-        text = self.render(
-            "oneshot_request" if oneshot else "request", request=request.strip(), intent=compact(intent.as_dict())
+    def system(self, catalog: ToolCatalog, *, grounded: bool = False) -> str:
+        rule = self.render("value_rule_grounded") if grounded else ""
+        return self.render(
+            "planner_system", catalog="\n".join(self.tool_line(tool) for tool in catalog), value_rule=rule
         )
-        return text + extra
+
+    def request(
+        self,
+        request: str,
+        steps: Sequence[tuple[str, str | None]] = (),
+        *,
+        intent: Mapping[str, Any] | None = None,
+        oneshot: bool = False,
+    ) -> str:
+        """The request turn; `steps` are (step text, proposed tool or None) shown under the request."""
+        if oneshot:
+            return self.render("oneshot_request", request=request.strip())
+        lines = []
+        if len(steps) > 1 or any(tool for _, tool in steps):
+            for number, (text, tool) in enumerate(steps, start=1):
+                lines.append(f'Step {number}: "{text}"' + (f" -> {tool}" if tool else ""))
+        if intent:
+            lines.append("Intent: " + compact(dict(intent)))
+        return self.render("request", request=request.strip(), steps="".join("\n" + line for line in lines))
+
+    def node(
+        self,
+        node_id: str,
+        tool: str,
+        step: str,
+        values: Sequence[Any] = (),
+        refs: Sequence[str] = (),
+        draft: Mapping[str, Any] | None = None,
+    ) -> str:
+        shown = "; ".join(compact(v) for v in list(values)[:MAX_SHOWN_VALUES])
+        return self.render(
+            "node",
+            node_id=node_id,
+            tool=tool,
+            step=step.strip()[:300],
+            values=f"\nValues: {shown}." if shown else "",
+            refs=f"\nEarlier outputs: {', '.join(refs)}." if refs else "",
+            draft=f"\nSuggested: {compact(dict(draft))}." if draft else "",
+        )
 
     def repair(self, previous: str, feedback: str) -> str:
         return "\n" + self.render("repair", previous=previous.strip()[:600], feedback=feedback)
@@ -58,28 +109,36 @@ class PromptBook:
     def replan(self, completed: Mapping[str, str], failure: str) -> str:
         return "\n" + self.render("replan", completed=compact(dict(completed)), failure=failure.strip()[:600])
 
-    # conversations ----------------------------------------------------------------------------
-    def staged_example(self, demo: Demonstration, intent: Intent) -> list[Message]:
-        """A solved request as the same turns the staged decoder produces."""
+    # examples -------------------------------------------------------------------------------
+    def staged_example(self, demo: Demonstration, catalog: ToolCatalog | None, optional_args: str) -> list[Message]:
+        """A solved request as the same turns the staged decoder produces (steps from the request;
+        each gold tool shown against its step when the counts agree)."""
         nodes = demo.plan.get("nodes", [])
+        tools = [str(n["tool"]) for n in nodes]
+        steps = split_steps(demo.request, ())
+        texts = [s.text for s in steps]
+        pairs: list[tuple[str, str | None]] = (
+            list(zip(texts, tools, strict=True)) if len(texts) == len(tools) else [(t, None) for t in texts]
+        )
         turns: list[Message] = [
-            {"role": "user", "content": self.request(demo.request, intent)},
-            {"role": "assistant", "content": compact({"tools": [n["tool"] for n in nodes]})},
+            {"role": "user", "content": self.request(demo.request, pairs)},
+            {"role": "assistant", "content": compact({"tools": tools})},
         ]
-        for node in nodes:
-            turns.append({"role": "user", "content": self.render("node", node_id=node["id"], tool=node["tool"])})
-            turns.append({"role": "assistant", "content": compact(node.get("args", {}))})
+        for index, node in enumerate(nodes):
+            args = node.get("args", {})
+            if catalog is not None and node["tool"] in catalog:
+                args = grammar_args(args, catalog.get(node["tool"]), optional_args)
+            step = texts[index] if len(texts) == len(tools) else demo.request
+            turns.append({"role": "user", "content": self.node(node["id"], node["tool"], step)})
+            turns.append({"role": "assistant", "content": compact(args)})
         return turns
 
-    def oneshot_example(self, demo: Demonstration, intent: Intent) -> list[Message]:
+    def oneshot_example(self, demo: Demonstration) -> list[Message]:
         steps = [{"tool": n["tool"], "args": n.get("args", {})} for n in demo.plan.get("nodes", [])]
         return [
-            {"role": "user", "content": self.request(demo.request, intent, oneshot=True)},
+            {"role": "user", "content": self.request(demo.request, oneshot=True)},
             {"role": "assistant", "content": compact({"steps": steps})},
         ]
-
-    def node(self, node_id: str, tool: str) -> str:
-        return self.render("node", node_id=node_id, tool=tool)
 
 
 def grammar_args(args: Mapping[str, Any], tool: ToolDef, optional_args: str) -> dict[str, Any]:
@@ -110,19 +169,12 @@ def _type_name(schema: Mapping[str, Any]) -> str:
 def example_turns(
     book: PromptBook,
     demos: Sequence[Demonstration],
-    intents: Sequence[Intent],
     catalog: ToolCatalog,
     *,
     oneshot: bool,
     optional_args: str = "nullable",
 ) -> list[Message]:
     turns: list[Message] = []
-    for demo, intent in zip(demos, intents, strict=True):
-        if not oneshot:
-            nodes = [
-                {**node, "args": grammar_args(node.get("args", {}), catalog.get(node["tool"]), optional_args)}
-                for node in demo.plan.get("nodes", [])
-            ]
-            demo = Demonstration(demo.request, {"nodes": nodes}, demo.score, demo.tenant)
-        turns.extend(book.oneshot_example(demo, intent) if oneshot else book.staged_example(demo, intent))
+    for demo in demos:
+        turns.extend(book.oneshot_example(demo) if oneshot else book.staged_example(demo, catalog, optional_args))
     return turns

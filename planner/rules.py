@@ -1,7 +1,10 @@
-"""Business rules from configs/planner/rules.yaml, checked on a structurally valid plan.
+"""Business rules, checked on a structurally valid plan (the last validation layer).
 
-Each entry is `{kind: <rule kind>, ...params}`; the kinds are the functions in `RULE_KINDS`.
-References (`$n1.price`) are not known before execution, so rules only judge literal values.
+Each rule is `{kind: <rule kind>, tool: NAME | tools: [NAMES], ...params}`; the kinds are the functions
+in `RULE_KINDS`. A rule always names the tools it binds to and judges only nodes of those tools: a
+user's own `date` argument is never checked by a rule written for another tool. Rules come from the
+domain packs that apply to the catalog (planner/packs/). References (`$n1.price`) are not known
+before execution, so rules only judge literal values.
 """
 
 from __future__ import annotations
@@ -29,8 +32,15 @@ def _literal(node: PlanNode, arg: str) -> Any:
     return None if value is None or parse_reference(value) is not None else value
 
 
-def _nodes(plan: Plan, tool: str | None) -> Iterator[PlanNode]:
-    return (node for node in plan.nodes if tool is None or node.tool == tool)
+def bound_tools(rule: Mapping[str, Any]) -> frozenset[str]:
+    """The tool names a rule binds to (`tool` or `tools`)."""
+    tools = rule.get("tools") or ([rule["tool"]] if rule.get("tool") else [])
+    return frozenset(str(t) for t in tools)
+
+
+def _nodes(plan: Plan, rule: Mapping[str, Any]) -> Iterator[PlanNode]:
+    tools = bound_tools(rule)
+    return (node for node in plan.nodes if node.tool in tools)
 
 
 def _as_date(value: Any) -> date | None:
@@ -42,7 +52,7 @@ def _as_date(value: Any) -> date | None:
 
 def date_order(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue]:
     """`before` must be a date earlier than `after` (e.g. check_in < check_out), at most max_days apart."""
-    for node in _nodes(plan, p.get("tool")):
+    for node in _nodes(plan, p):
         first, second = _as_date(_literal(node, p["before"])), _as_date(_literal(node, p["after"]))
         if first and second:
             if first >= second:
@@ -52,8 +62,8 @@ def date_order(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue]
 
 
 def not_in_past(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue]:
-    """Date arguments (by name) must be ISO dates on or after today."""
-    for node in plan.nodes:
+    """Date arguments (by name, of the bound tools) must be ISO dates on or after today."""
+    for node in _nodes(plan, p):
         for arg in p["args"]:
             value = _literal(node, arg)
             if value is None:
@@ -67,7 +77,7 @@ def not_in_past(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue
 
 def value_range(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue]:
     """Numeric arguments (by name, optionally of one tool) within [min, max]."""
-    for node in _nodes(plan, p.get("tool")):
+    for node in _nodes(plan, p):
         for arg in p["args"]:
             value = _literal(node, arg)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -80,7 +90,7 @@ def value_range(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue
 
 def within_capacity(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue]:
     """A count (e.g. catering guests) must not exceed the capacity asked of the venue it refers to."""
-    for node in _nodes(plan, p["tool"]):
+    for node in _nodes(plan, p):
         count = _literal(node, p["count"])
         ref = parse_reference(node.args.get(p["via"]))
         if not isinstance(count, int) or ref is None:
@@ -114,6 +124,9 @@ class BusinessRules:
         unknown = [r.get("kind") for r in rules if r.get("kind") not in RULE_KINDS]
         if unknown:
             raise ValueError(f"unknown business rule kinds {unknown}; known: {sorted(RULE_KINDS)}")
+        unbound = [r.get("kind") for r in rules if not bound_tools(r)]
+        if unbound:
+            raise ValueError(f"business rules {unbound} name no tool: every rule binds to `tool` or `tools`")
         self.rules = rules
         self.today = today
 

@@ -1,40 +1,50 @@
-"""PlannerService: request → validated Plan, with retries, a rule-based fallback and a plan cache.
+"""PlannerService: request → validated Plan (or an explicit "no plan"), for any tool catalog.
 
-cache → prompt (system + catalog + retrieved demonstrations + structured intent) → constrained decode
-→ validation layers → on failure re-ask with the structured error (≤ max_retries) → fallback planner
-→ PlanningFailed. Every result says which path produced it and keeps every attempt.
+cache → values in the request, steps and an embedding tool proposal → demonstrations (tenant, packs)
+→ prompt → staged, grammar-constrained decode → validation layers → on failure a re-ask that changes
+what caused it → rule-based fallback (a pack's, else the proposal filled with request values) →
+PlanningFailed. Engine outages are not planning failures: `LLMUnavailable` / `LLMTimeout` propagate
+(the gateway answers 503 / 504). Every result says which path produced it and keeps every attempt.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
-from planner.config import PlannerConfig
-from planner.decoding import Decoded, PlanDecoder
+from planner.config import CONFIG_DIR, Grounding, PlannerConfig
+from planner.dataflow import reference_hints
+from planner.decoding import Decoded, NodeTurn, PlanDecoder
 from planner.demos import (
     Demonstration,
     DemonstrationSource,
-    WordOverlapDemonstrations,
+    EmbeddingDemonstrations,
     choose_skeleton,
+    skeleton_refs,
     usable,
-    words,
 )
-from planner.fallback import FallbackError, FallbackPlanner, FallbackRules
-from planner.intent import Intent, IntentExtractor
-from planner.llm import LLMError, Message, PlannerLLM
+from planner.drafting import draft_args
+from planner.fallback import FallbackError, proposal_plan
+from planner.grammar import Upstream, ValueContext
+from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
+from planner.packs import DomainPack, load_packs
 from planner.plan import Plan
 from planner.prompts import PromptBook, example_turns
 from planner.rules import BusinessRules
-from planner.slots import SlotKinds, extract_values
+from planner.selection import Selection, ToolSelector
+from planner.similarity import CachedEmbedder, HashingEmbedder, TextEmbedder
 from planner.validation import PlanValidator, ValidationReport
+from planner.values import RequestValues, extract, rank
 
-Path_ = Literal["model", "model_retry", "fallback", "cache"]
+Path_ = Literal["model", "model_retry", "fallback", "cache", "no_plan"]
+_STRICTER: dict[Grounding, Grounding] = {"free": "hybrid", "hybrid": "grounded", "grounded": "grounded"}
+_LOOSER: dict[Grounding, Grounding] = {"grounded": "hybrid", "hybrid": "free", "free": "free"}
 
 
 @dataclass
@@ -48,7 +58,14 @@ class Attempt:
     latency_s: float = 0.0
     calls: int = 0
     decode_s_per_token: float | None = None
-    skeleton: bool = False
+    tools_from: str = "model"
+    grounding: str = ""
+    changes: list[str] = field(default_factory=list)
+    call_timings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def skeleton(self) -> bool:
+        return self.tools_from == "skeleton"
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -56,14 +73,16 @@ class Attempt:
 
 @dataclass
 class PlanResult:
-    plan: Plan
+    plan: Plan | None
     path: Path_
     attempts: list[Attempt] = field(default_factory=list)
     validation: ValidationReport | None = None
     timings: dict[str, float] = field(default_factory=dict)
     fallback_reason: str | None = None
     catalog_hash: str = ""
-    intent: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None  # why there is no plan (path "no_plan")
+    selection: dict[str, Any] = field(default_factory=dict)
+    packs: list[str] = field(default_factory=list)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -73,15 +92,17 @@ class PlanResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "plan": self.plan.model_dump(exclude_none=True),
+            "plan": self.plan.model_dump(exclude_none=True) if self.plan is not None else None,
             "path": self.path,
+            "reason": self.reason,
             "fallback_reason": self.fallback_reason,
             "attempts": [a.as_dict() for a in self.attempts],
             "validation": self.validation.as_dict() if self.validation else None,
             "timings": self.timings,
             "usage": self.usage,
             "catalog_hash": self.catalog_hash,
-            "intent": self.intent,
+            "selection": self.selection,
+            "packs": self.packs,
         }
 
 
@@ -96,6 +117,31 @@ class PlanningFailed(Exception):
         self.attempts = attempts
 
 
+@dataclass
+class _Try:
+    """What one attempt does differently: its grounding, excluded values, skeleton, repair feedback."""
+
+    grounding: Grounding
+    use_skeleton: bool = True
+    excluded: dict[str, list[Any]] = field(default_factory=dict)
+    feedback: str = ""
+    changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Request:
+    """Everything derived from one request before decoding."""
+
+    text: str
+    catalog: ToolCatalog
+    values: RequestValues
+    selection: Selection
+    packs: list[DomainPack]
+    demos: list[Demonstration]
+    skeleton: Demonstration | None
+    tenant: str
+
+
 class PlannerService:
     def __init__(
         self,
@@ -104,22 +150,24 @@ class PlannerService:
         catalog: ToolCatalog,
         config: PlannerConfig,
         prompts: PromptBook,
-        fallback_rules: FallbackRules,
-        business_rules: list[dict[str, Any]],
+        packs: Sequence[DomainPack] = (),
         demos: DemonstrationSource | None = None,
         cache: PlanCache | None = None,
+        embedder: TextEmbedder | None = None,
     ) -> None:
         self.llm = llm
         self.catalog = catalog
         self.config = config
         self.prompts = prompts
-        self.fallback_rules = fallback_rules
-        self.business_rules = business_rules
+        self.packs = list(packs)
         self.demos = demos
         self.cache = cache
+        self.embedder = embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder or HashingEmbedder())
         self.decoder = PlanDecoder(llm, config, prompts)
-        self.fallback = FallbackPlanner(fallback_rules, max_nodes=config.max_nodes)
-        self.slot_kinds = SlotKinds.from_yaml(config.slots_path)
+        self.selector = ToolSelector(self.embedder, config.selection)
+        self._pack_demos = {
+            pack.name: EmbeddingDemonstrations(pack.demonstrations(), self.embedder) for pack in self.packs
+        }
 
     @classmethod
     def from_config(
@@ -130,34 +178,31 @@ class PlannerService:
         catalog: ToolCatalog,
         demos: DemonstrationSource | None = None,
         cache: PlanCache | None = None,
+        embedder: TextEmbedder | None = None,
     ) -> PlannerService:
-        """Templates and rule files from the paths in `config`; the built-in demonstration index when
-        `demos` is None; a cache sized from `config` when `cache` is None."""
-        import yaml
-
-        rules = yaml.safe_load(config.rules_path.read_text()) or {}
-        if demos is None and config.demonstrations_path.is_file():
-            demos = WordOverlapDemonstrations.from_jsonl(config.demonstrations_path)
+        """Templates from `config.prompts_dir`, packs from `config.packs`, a cache sized from `config`."""
         return cls(
             llm=llm,
             catalog=catalog,
             config=config,
             prompts=PromptBook(config.prompts_dir, config.prompt_version),
-            fallback_rules=FallbackRules.from_yaml(config.fallback_rules_path),
-            business_rules=list(rules.get("rules", [])),
+            packs=load_packs(config.packs),
             demos=demos,
             cache=cache if cache is not None else PlanCache(ttl_s=config.cache_ttl_s, max_entries=config.cache_size),
+            embedder=embedder,
         )
 
-    def intent_of(self, request: str) -> Intent:
-        extractor = IntentExtractor(
-            self.fallback_rules.goals, self.fallback_rules.cities, self.config.effective_today()
-        )
-        return extractor.extract(request)
+    # public --------------------------------------------------------------------------------
+    def packs_for(self, catalog: ToolCatalog) -> list[DomainPack]:
+        return [pack for pack in self.packs if pack.applies(catalog)]
 
     def validator(self, catalog: ToolCatalog) -> PlanValidator:
-        rules = BusinessRules(self.business_rules, self.config.effective_today())
-        return PlanValidator(catalog, rules, max_nodes=self.config.max_nodes)
+        """Schema → DAG → arguments → the business rules of the packs that apply to `catalog`."""
+        rules = [rule for pack in self.packs_for(catalog) for rule in pack.business_rules()]
+        return PlanValidator(catalog, BusinessRules(rules, self.config.effective_today()), max_nodes=self.config.max_nodes)
+
+    def cache_key_extra(self) -> str:
+        return f"{self.config.fingerprint()}:{self.config.prompt_version}:{self.config.effective_today()}"
 
     async def plan(
         self, request: str, *, tenant: str, cache_salt: str, tools: list[dict[str, Any]] | None = None
@@ -166,13 +211,14 @@ class PlannerService:
         start = time.perf_counter()
         catalog = self.catalog if tools is None else ToolCatalog.from_openai(tools)
         self._check_request(request)
-        if self.cache is not None and (cached := self.cache.get(tenant, request, catalog.hash)) is not None:
+        extra = self.cache_key_extra()
+        if self.cache is not None and (cached := self.cache.get(tenant, request, catalog.hash, extra)) is not None:
             return PlanResult(
                 cached, "cache", timings={"total_s": time.perf_counter() - start}, catalog_hash=catalog.hash
             )
         result = await self._run(request, catalog, tenant=tenant, cache_salt=cache_salt, extra="")
-        if self.cache is not None and result.path in ("model", "model_retry"):
-            self.cache.put(tenant, request, catalog.hash, result.plan)
+        if self.cache is not None and result.plan is not None and result.path in ("model", "model_retry"):
+            self.cache.put(tenant, request, catalog.hash, result.plan, extra)
         result.timings["total_s"] = time.perf_counter() - start
         return result
 
@@ -190,58 +236,75 @@ class PlannerService:
         summaries = {node: str(summary)[:200] for node, summary in completed.items()}
         extra = self.prompts.replan(summaries, failure_summary)
         result = await self._run(request, self.catalog, tenant=tenant, cache_salt=cache_salt, extra=extra)
+        if result.plan is None:
+            raise PlanningFailed(result.reason or "no tool fits the remaining work", result.attempts)
         return result.plan
 
+    # pipeline ------------------------------------------------------------------------------
     def _check_request(self, request: str) -> None:
         if not request.strip():
             raise ValueError("the request is empty")
         if len(request) > self.config.request_max_chars:
             raise ValueError(f"the request is longer than {self.config.request_max_chars} characters")
 
+    async def _prepare(self, request: str, catalog: ToolCatalog, tenant: str) -> _Request:
+        today = self.config.effective_today()
+        packs = self.packs_for(catalog)
+        values = extract(request, today)
+        selection = await self.selector.select(request, catalog, limit=self.config.prompt_max_tools)
+        demos, skeleton = await self._demonstrations(request, catalog, packs, tenant)
+        shortlist = selection.shortlist
+        wanted = [t for d in usable(demos, catalog) for t in d.tools() if t not in shortlist]
+        if wanted:  # a usable demonstration's tools are strong evidence: keep them in the prompt
+            names = set(shortlist.names()) | set(wanted)
+            selection.shortlist = catalog.subset([n for n in catalog.names() if n in names])
+        return _Request(request, catalog, values, selection, packs, demos, skeleton, tenant)
+
     async def _run(
         self, request: str, catalog: ToolCatalog, *, tenant: str, cache_salt: str | None, extra: str
     ) -> PlanResult:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        intent = self.intent_of(request)
-        demos, skeleton = self._demonstrations(request, intent, catalog, tenant)
-        shortlist = self._shortlist(request, demos, catalog)
-        demos = usable(demos, shortlist)  # a shortlist cut can leave an example's tool out
-        skeleton = skeleton if skeleton in demos else None
-        values = extract_values(request, intent, self.slot_kinds) if self.config.grammar.intent_values else None
-        base = self._messages(request, intent, shortlist, demos)
-        while len(demos) > 1 and sum(len(m["content"]) for m in base) > self.config.prompt_max_chars:
-            demos = demos[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
-            base = self._messages(request, intent, shortlist, demos)
-        timings["prompt_s"] = time.perf_counter() - t0
+        req = await self._prepare(request, catalog, tenant)
+        timings["prepare_s"] = time.perf_counter() - t0
+        described = req.selection.describe()
+        pack_names = [p.name for p in req.packs]
+        if req.selection.no_fit and req.skeleton is None:
+            reason = (
+                f"no tool in the catalog fits the request (best similarity {req.selection.best_score:.2f} < "
+                f"{self.config.selection.no_fit_below})"
+            )
+            return PlanResult(None, "no_plan", [], None, timings, None, catalog.hash, reason, described, pack_names)
         validator = self.validator(catalog)
         attempts: list[Attempt] = []
-        feedback = ""
+        plan_try = _Try(self.config.grounding)
         report: ValidationReport | None = None
         decode_s = validate_s = 0.0
         for number in range(1, self.config.max_retries + 2):
-            messages = [*base[:-1], {"role": "user", "content": base[-1]["content"] + extra + feedback}]
             t1 = time.perf_counter()
             try:
-                decoded = await self.decoder.decode(
-                    messages, shortlist, cache_salt=cache_salt, values=values, skeleton=skeleton
-                )
-            except LLMError as exc:
-                attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine"))
+                decoded = await self._decode(req, plan_try, cache_salt, extra)
+            except LLMRejected as exc:  # the engine refused a grammar: next time a smaller, cacheable one
+                attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine", changes=plan_try.changes))
                 decode_s += time.perf_counter() - t1
-                if not exc.retryable:
-                    break
+                plan_try = _Try("free", False, plan_try.excluded, "", ["grounding free (engine refused the grammar)"])
                 continue
             decode_s += time.perf_counter() - t1
-            attempt = _attempt(number, decoded)
+            attempt = _attempt(number, decoded, plan_try)
             attempts.append(attempt)
+            if decoded.empty:
+                timings.update(decode_s=decode_s)
+                reason = "the model chose no tool: none of the catalog's tools fits the request"
+                return PlanResult(None, "no_plan", attempts, None, timings, None, catalog.hash, reason, described, pack_names)
             if decoded.error is not None:
                 attempt.error, attempt.error_layer = str(decoded.error), "schema"
-                feedback = self.prompts.repair(
-                    decoded.raw_text,
-                    json.dumps(
-                        {"layer": "schema", "errors": [{"code": "invalid_json", "message": str(decoded.error)}]}
-                    ),
+                feedback = json.dumps({"layer": "schema", "errors": [{"code": "invalid_json", "message": str(decoded.error)}]})
+                plan_try = _Try(
+                    _STRICTER[plan_try.grounding],
+                    False,
+                    plan_try.excluded,
+                    self.prompts.repair(decoded.raw_text, feedback),
+                    [f"grounding {_STRICTER[plan_try.grounding]}", "no skeleton", "error shown"],
                 )
                 continue
             t2 = time.perf_counter()
@@ -249,40 +312,151 @@ class PlannerService:
             validate_s += time.perf_counter() - t2
             if report.ok and report.plan is not None:
                 timings.update(decode_s=decode_s, validate_s=validate_s)
+                path: Path_ = "model" if number == 1 else "model_retry"
                 return PlanResult(
-                    report.plan,
-                    "model" if number == 1 else "model_retry",
-                    attempts,
-                    report,
-                    timings,
-                    catalog_hash=catalog.hash,
-                    intent=intent.as_dict(),
+                    report.plan, path, attempts, report, timings, None, catalog.hash, None, described, pack_names
                 )
             error = report.error
             attempt.error = error.feedback() if error else "invalid plan"
             attempt.error_layer = error.layer if error else None
-            feedback = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
+            plan_try = self._repair(plan_try, decoded, report)
         timings.update(decode_s=decode_s, validate_s=validate_s)
         reason = attempts[-1].error if attempts else "no attempt"
-        return self._fallback(request, intent, catalog, validator, attempts, timings, reason or "unknown")
+        return self._fallback(req, validator, attempts, timings, reason or "unknown", described)
+
+    def _repair(self, previous: _Try, decoded: Decoded, report: ValidationReport) -> _Try:
+        """The next attempt removes each rejected literal value from its argument's options, loosens the
+        grounding one step (the right value may be outside the candidates) and shows the error."""
+        error = report.error
+        excluded = {k: list(v) for k, v in previous.excluded.items()}
+        nodes = {n["id"]: n for n in (decoded.candidate or {}).get("nodes", [])}
+        for issue in error.issues if error else []:
+            node = nodes.get(issue.node or "")
+            arg = (issue.path or "").split(".")[0]
+            if node is not None and arg in node.get("args", {}):
+                excluded.setdefault(arg, []).append(node["args"][arg])
+        looser = _LOOSER[previous.grounding]
+        changes = [f"grounding {looser}", f"excluded {sum(len(v) for v in excluded.values())} rejected values"]
+        feedback = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
+        return _Try(looser, False, excluded, feedback, [*changes, "no skeleton", "error shown"])
+
+    async def _decode(self, req: _Request, plan_try: _Try, cache_salt: str | None, extra: str) -> Decoded:
+        config = self.config
+        shortlist = req.selection.shortlist
+        skeleton = req.skeleton if plan_try.use_skeleton else None
+        demos = req.demos
+        if config.strategy != "staged":
+            messages = self._messages(req, demos, oneshot=True, extra=extra + plan_try.feedback)
+            grammar = None if config.strategy == "unconstrained" else config.strategy
+            return await self.decoder.one_call(messages, shortlist, cache_salt=cache_salt, grammar=grammar)
+        messages = self._messages(req, demos, oneshot=False, extra=extra + plan_try.feedback, grounding=plan_try.grounding)
+        forced = skeleton_refs(skeleton) if skeleton is not None else None
+
+        async def node_context(index: int, name: str, tools: list[str]) -> NodeTurn:
+            tool = shortlist.get(name)
+            step = req.selection.step_for(index, name, tools)
+            span = (step.start, step.end) if step is not None else None
+            upstream = [Upstream(f"n{i + 1}", shortlist.get(t)) for i, t in enumerate(tools[:index])]
+            preferred: dict[str, list[Any]] = {}
+            for pack in req.packs:
+                preferred.update(pack.preferred_values(req.text, tool, config.effective_today()))
+            context = ValueContext(
+                grounding=plan_try.grounding,
+                values=req.values,
+                span=span,
+                upstream=upstream,
+                forced_refs=forced[index] if forced is not None and index < len(forced) else None,
+                preferred=preferred,
+                excluded=plan_try.excluded,
+            )
+            shown = _shown_values(req.values, tool.arg_names(), preferred, span)
+            refs = reference_hints(step.text if step else req.text, tool.arg_names(), upstream)
+            text = step.text if step is not None else req.text
+            draft = draft_args(tool, req.values, span, upstream, preferred, text) if config.argument_hints else None
+            return NodeTurn(context, step.text if step is not None else req.text, shown, refs, draft)
+
+        given: list[str] | None = None
+        given_by = "skeleton"
+        if skeleton is not None:
+            given = skeleton.tools()
+        elif config.tool_choice == "proposal":
+            given, given_by = list(req.selection.sequence), "proposal"
+        return await self.decoder.staged(
+            messages, shortlist, node_context, cache_salt=cache_salt, given_tools=given, given_by=given_by
+        )
+
+    def _messages(
+        self, req: _Request, demos: list[Demonstration], *, oneshot: bool, extra: str, grounding: Grounding = "free"
+    ) -> list[Message]:
+        shortlist = req.selection.shortlist
+        hints = self.config.selection.hints
+        steps = [(h.step.text, h.tool if hints else None) for h in req.selection.hints]
+        intent: dict[str, Any] = {}
+        for pack in req.packs:
+            intent.update(pack.intent(req.text, self.config.effective_today()))
+        kept = list(demos)
+        while True:
+            turns = example_turns(
+                self.prompts, kept, shortlist, oneshot=oneshot, optional_args=self.config.grammar.optional_args
+            )
+            request_turn = self.prompts.request(req.text, steps, intent=intent, oneshot=oneshot)
+            if hints and not oneshot and req.selection.sequence != [t for _, t in steps if t]:
+                request_turn += "\nProposed tools: " + json.dumps(req.selection.sequence)
+            messages: list[Message] = [
+                {"role": "system", "content": self.prompts.system(shortlist, grounded=grounding == "grounded")},
+                *turns,
+                {"role": "user", "content": request_turn + extra},
+            ]
+            if len(kept) <= 1 or sum(len(m["content"]) for m in messages) <= self.config.prompt_max_chars:
+                return messages
+            kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
+
+    async def _demonstrations(
+        self, request: str, catalog: ToolCatalog, packs: list[DomainPack], tenant: str
+    ) -> tuple[list[Demonstration], Demonstration | None]:
+        """The examples (farthest first) and the skeleton: a demonstration whose structure is reused."""
+        k = self.config.demonstrations_k
+        if k == 0:
+            return [], None
+        sources: list[DemonstrationSource] = [self._pack_demos[p.name] for p in packs]
+        if self.demos is not None:
+            sources.insert(0, self.demos)
+        found: list[Demonstration] = []
+        for source in sources:
+            found += await asyncio.to_thread(source.search, request, max(8, k * 4), tenant=tenant)
+        found.sort(key=lambda d: -d.score)
+        own = usable(found, catalog)
+        expected: set[str] = set()
+        for pack in packs:
+            expected |= pack.expected_tools(request, catalog, self.config.effective_today())
+        skeleton = choose_skeleton(
+            own, expected, min_score=self.config.skeleton_min_score, agree_score=self.config.skeleton_agree_score
+        )
+        demos = (found if self.config.demonstrations_foreign else own)[:k]
+        if skeleton is not None:
+            demos = [skeleton, *(d for d in demos if d is not skeleton)][:k]
+        demos.reverse()  # the nearest example (the skeleton, when there is one) right before the request
+        return demos, skeleton
 
     def _fallback(
         self,
-        request: str,
-        intent: Intent,
-        catalog: ToolCatalog,
+        req: _Request,
         validator: PlanValidator,
         attempts: list[Attempt],
         timings: dict[str, float],
         reason: str,
+        described: dict[str, Any],
     ) -> PlanResult:
         if not self.config.fallback_enabled:
             raise PlanningFailed(f"model path failed: {reason}", attempts)
         t0 = time.perf_counter()
-        try:
-            plan = self.fallback.plan(request, intent, catalog)
-        except FallbackError as exc:
-            raise PlanningFailed(f"model path failed ({reason}); fallback: {exc}", attempts) from exc
+        today = self.config.effective_today()
+        plan = next((p for pack in req.packs if (p := pack.fallback_plan(req.text, req.catalog, today))), None)
+        if plan is None:
+            try:
+                plan = proposal_plan(req.selection, req.values, req.catalog, max_nodes=self.config.max_nodes)
+            except FallbackError as exc:
+                raise PlanningFailed(f"model path failed ({reason}); fallback: {exc}", attempts) from exc
         report = validator.validate(plan)
         timings["fallback_s"] = time.perf_counter() - t0
         if not report.ok:
@@ -294,69 +468,31 @@ class PlannerService:
             report,
             timings,
             fallback_reason=reason,
-            catalog_hash=catalog.hash,
-            intent=intent.as_dict(),
+            catalog_hash=req.catalog.hash,
+            selection=described,
+            packs=[p.name for p in req.packs],
         )
 
-    def _demonstrations(
-        self, request: str, intent: Intent, catalog: ToolCatalog, tenant: str
-    ) -> tuple[list[Demonstration], Demonstration | None]:
-        """The examples (farthest first) and the skeleton: a demonstration whose structure is reused."""
-        if self.demos is None or self.config.demonstrations_k == 0:
-            return [], None
-        found = usable(self.demos.search(request, max(8, self.config.demonstrations_k * 4), tenant=tenant), catalog)
-        skeleton = choose_skeleton(
-            found,
-            self.fallback.tools_for(intent, catalog),
-            min_score=self.config.skeleton_min_score,
-            agree_score=self.config.skeleton_agree_score,
-        )
-        demos = found[: self.config.demonstrations_k]
-        if skeleton is not None and skeleton not in demos:
-            demos = [skeleton, *demos[: self.config.demonstrations_k - 1]]
-        elif skeleton is not None:
-            demos = [skeleton, *(d for d in demos if d is not skeleton)]
-        demos.reverse()  # the nearest example (the skeleton, when there is one) right before the request
-        return demos, skeleton
 
-    def _shortlist(self, request: str, demos: list[Demonstration], catalog: ToolCatalog) -> ToolCatalog:
-        """The whole catalog when small; else demo tools + best word overlap with the request."""
-        limit = self.config.prompt_max_tools
-        if len(catalog) <= limit:
-            return catalog
-        chosen = list(dict.fromkeys(t for d in reversed(demos) for t in d.tools() if t in catalog))[:limit]
-        query = words(request)
-        ranked = sorted(
-            catalog,
-            key=lambda t: -len(query & words(re.sub(r"([a-z])([A-Z])|[._]", r"\1 \2", t.name) + " " + t.description)),
-        )
-        for tool in ranked:
-            if len(chosen) >= limit:
-                break
-            if tool.name not in chosen:
-                chosen.append(tool.name)
-        return catalog.subset([name for name in catalog.names() if name in chosen])
-
-    def _messages(
-        self, request: str, intent: Intent, catalog: ToolCatalog, demos: list[Demonstration]
-    ) -> list[Message]:
-        oneshot = self.config.strategy != "staged"
-        turns = example_turns(
-            self.prompts,
-            demos,
-            [self.intent_of(d.request) for d in demos],
-            catalog,
-            oneshot=oneshot,
-            optional_args=self.config.grammar.optional_args,
-        )
-        return [
-            {"role": "system", "content": self.prompts.system(catalog)},
-            *turns,
-            {"role": "user", "content": self.prompts.request(request, intent, oneshot=oneshot)},
-        ]
+def _shown_values(
+    values: RequestValues, args: Sequence[str], preferred: dict[str, list[Any]], span: tuple[int, int] | None
+) -> list[Any]:
+    """The values listed in a node's prompt: the pack's first, then the best request values per argument."""
+    shown: list[Any] = []
+    for name in args:
+        for value in preferred.get(name, [])[:2]:
+            if value not in shown:
+                shown.append(value)
+    pool = [c for c in values.candidates if c.kind != "ngram"]
+    per_arg = [rank(pool, name, span=span, limit=3) for name in args]
+    for depth in range(3):
+        for ranked in per_arg:
+            if depth < len(ranked) and ranked[depth].value not in shown:
+                shown.append(ranked[depth].value)
+    return shown
 
 
-def _attempt(number: int, decoded: Decoded) -> Attempt:
+def _attempt(number: int, decoded: Decoded, plan_try: _Try) -> Attempt:
     return Attempt(
         number=number,
         raw_text=decoded.raw_text,
@@ -365,19 +501,31 @@ def _attempt(number: int, decoded: Decoded) -> Attempt:
         latency_s=round(decoded.latency_s, 4),
         calls=len(decoded.calls),
         decode_s_per_token=decoded.decode_s_per_token,
-        skeleton=decoded.skeleton,
+        tools_from=decoded.tools_from,
+        grounding=plan_try.grounding,
+        changes=list(plan_try.changes),
+        call_timings=[
+            {
+                "ttft_s": c.ttft_s,
+                "latency_s": round(c.latency_s, 4),
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "schema": schema,
+            }
+            for c, schema in zip(decoded.calls, decoded.schemas, strict=True)
+        ],
     )
 
 
 def catalog_from_file(path: Any) -> ToolCatalog:
-    """A catalog from an OpenAI-format tools JSON file (e.g. configs/planner/demo_catalog.json)."""
+    """A catalog from an OpenAI-format tools JSON file (e.g. configs/packs/travel/catalog.json)."""
     from pathlib import Path
 
     return ToolCatalog.from_openai(json.loads(Path(path).read_text()))
 
 
 def demo_catalog() -> ToolCatalog:
-    """The travel/meeting demo catalog: the executors' registry when importable, else the catalog file."""
+    """The travel/meeting demo catalog: the executors' registry when importable, else the pack's catalog file."""
     try:
         from executors.tools import default_registry
     except ImportError:
@@ -390,10 +538,15 @@ def demo_catalog() -> ToolCatalog:
             tool["function"]["output_schema"] = spec.output_schema  # the planstack extension: referencable fields
             tools.append(tool)
         return ToolCatalog.from_openai(tools)
-    else:
-        from planner.config import CONFIG_DIR
-
-        return catalog_from_file(CONFIG_DIR / "planner" / "demo_catalog.json")
+    return catalog_from_file(CONFIG_DIR / "packs" / "travel" / "catalog.json")
 
 
-__all__ = ["Attempt", "PlanResult", "PlannerService", "PlanningFailed", "catalog_from_file", "demo_catalog"]
+__all__ = [
+    "Attempt",
+    "LLMError",
+    "PlanResult",
+    "PlannerService",
+    "PlanningFailed",
+    "catalog_from_file",
+    "demo_catalog",
+]

@@ -2,7 +2,7 @@
 
 A 135M model given a free string rambles (the cause of cut-off plans) and mis-copies values; offered
 an enum of the request's own cities, dates (normalised; a check-out computed from nights), places,
-currencies and numbers, it only has to choose. Argument kinds come from configs/planner/slots.yaml.
+currencies and numbers, it only has to choose. Argument kinds come from configs/packs/travel/slots.yaml.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from planner.intent import MONTH_DAY, MONTHS, Intent
+from planner.packs.travel.intent import MONTH_DAY, Intent
+from planner.values import MONTHS
 
 CURRENCY_CODES = ("cny", "usd", "eur", "jpy", "gbp", "hkd", "rmb")
 

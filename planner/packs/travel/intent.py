@@ -2,7 +2,7 @@
 
 The model sees it next to the request (dates already normalised to YYYY-MM-DD, amounts as numbers);
 the fallback planner builds plans from it. Keywords and the city gazetteer come from
-configs/planner/fallback_rules.yaml, not from code.
+configs/packs/travel/fallback_rules.yaml, not from code.
 """
 
 from __future__ import annotations
@@ -12,27 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-MONTHS = {
-    name: index
-    for index, names in enumerate(
-        [
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ],
-        start=1,
-    )
-    for name in names
-}
+from planner.values import MONTHS
+
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 MONTH_DAY = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I)

@@ -1,0 +1,155 @@
+"""A first draft of one node's arguments, from the request's values and the earlier nodes' outputs.
+
+The draft is shown to the model as a suggestion (it writes the arguments itself, under the grammar) and
+is what the rule-based fallback plans with. Generic rules only:
+
+- a required argument named like an output field of an earlier node (`departure_time` ←
+  `$n1.departure_time`, `amount` ← `$n1.tip_amount`) takes that reference unless a request value is
+  written right after the argument's own name ("amount of 50");
+- otherwise each argument takes the best-ranked request value of its type (planner/values.py: the
+  argument's name in the words before the value, inside the node's step, the value's kind), each value
+  used by one argument only, best matches first;
+- an argument with an enum takes the request value that is one of its options, else its default;
+- optional arguments are drafted only when a value is written right after their name, or the schema
+  has a default; required ones fall back to the schema default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from planner.catalog import ToolDef
+from planner.grammar import Upstream
+from planner.values import Candidate, RequestValues, name_tokens
+
+_DATEISH = re.compile(r"date|day|deadline|due|birth", re.I)
+_TIMEISH = re.compile(r"time|hour", re.I)
+
+
+def _cue_match(candidate: Candidate, arg: str) -> int:
+    own = {t for t in name_tokens(arg) if len(t) > 2}
+    return len(own & set(candidate.cue.split()[-3:]))
+
+
+def _type_ok(candidate: Candidate, schema: dict[str, Any], arg: str) -> bool:
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        return candidate.is_number and (kind == "number" or float(candidate.value).is_integer())
+    if kind == "array":
+        return isinstance(candidate.value, list)
+    if kind == "object":
+        return isinstance(candidate.value, dict)
+    if kind == "boolean":
+        return False
+    if not candidate.is_string:
+        return False
+    dateish = bool(_DATEISH.search(arg)) or str(schema.get("format", "")).startswith("date")
+    timeish = bool(_TIMEISH.search(arg)) and not dateish
+    if candidate.kind in ("date", "datetime"):
+        return dateish or timeish
+    if candidate.kind == "time":
+        return timeish
+    return not dateish or candidate.kind == "quoted"
+
+
+def _score(candidate: Candidate, arg: str, schema: dict[str, Any], span: tuple[int, int] | None) -> float:
+    score = 3.0 * _cue_match(candidate, arg)
+    description = {w for w in re.findall(r"[a-z]+", str(schema.get("description", "")).lower()) if len(w) > 3}
+    score += 0.5 * len(description & set(candidate.cue.split()))
+    if span is not None and candidate.start >= 0:
+        score += 2.0 if span[0] <= candidate.start < span[1] else -1.0
+    score += {"quoted": 0.6, "phrase": 0.4, "date": 0.3, "number": 0.3, "ngram": -1.0}.get(candidate.kind, 0.0)
+    return score
+
+
+_ANAPHORA = re.compile(r"\b(it|its|them|they|this|that|these|those|result|results|output|same)\b", re.I)
+_WORD = re.compile(r"[a-z0-9]+")
+_REF_TYPES = {
+    "number": {"number", "integer", ""},
+    "integer": {"integer", "number", ""},
+    "string": {"string", "", "number", "integer"},
+    "array": {"array", ""},
+    "object": {"object", ""},
+    "boolean": {"boolean", ""},
+}
+
+
+def reference_options(arg: str, schema: dict[str, Any], step: str, upstream: Sequence[Upstream]) -> list[tuple[float, str]]:
+    """Scored references an argument could take: an earlier output field the step names ("the gross
+    salary"), one named like the argument, or the latest output when the step says "it"/"that"."""
+    words = set(_WORD.findall(step.lower()))
+    own = {t for t in name_tokens(arg) if len(t) > 2}
+    anaphora = bool(_ANAPHORA.search(step))
+    kinds = _REF_TYPES.get(str(schema.get("type", "")), set(_REF_TYPES))
+    out: list[tuple[float, str]] = []
+    for distance, up in enumerate(reversed(upstream)):
+        fields = [(p, k) for p, k in up.tool.output_fields if k in kinds or not schema.get("type")]
+        for rank_in_tool, (path, _kind) in enumerate(fields):
+            leaf = path.rsplit(".", 1)[-1]
+            tokens = {t for t in name_tokens(leaf) if len(t) > 1} - {"s"}
+            score = 0.0
+            if tokens and tokens <= words:
+                score += 3.5
+            if leaf == arg:
+                score += 2.5
+            elif own & tokens:
+                score += 1.5 * len(own & tokens) / max(len(own), 1)
+            if anaphora and distance == 0 and rank_in_tool == 0:
+                score += 2.5
+            if score > 0:
+                out.append((score - 0.3 * distance, f"${up.node_id}.{path}"))
+        if not fields and anaphora and distance == 0:
+            out.append((2.5, f"${up.node_id}"))
+    return sorted(out, key=lambda item: -item[0])
+
+
+def draft_args(
+    tool: ToolDef,
+    values: RequestValues,
+    span: tuple[int, int] | None,
+    upstream: Sequence[Upstream],
+    preferred: dict[str, list[Any]] | None = None,
+    step: str = "",
+) -> dict[str, Any]:
+    preferred = preferred or {}
+    required = set(tool.required)
+    draft: dict[str, Any] = {}
+    options: list[tuple[float, str, Any, int | None]] = []  # score, argument, value, candidate index
+    for arg in tool.arg_names():
+        schema = tool.properties.get(arg) or {}
+        if arg in preferred and preferred[arg]:
+            draft[arg] = preferred[arg][0]
+            continue
+        if "enum" in schema:
+            enum = {str(v).lower(): v for v in schema["enum"]}
+            hit = next((c for c in values.strings() if str(c.value).lower() in enum and _cue_match(c, arg)), None)
+            hit = hit or next((c for c in values.strings() if str(c.value).lower() in enum), None)
+            if hit is not None:
+                draft[arg] = enum[str(hit.value).lower()]
+            elif "default" in schema:
+                draft[arg] = schema["default"]
+            continue
+        for index, candidate in enumerate(values.candidates):
+            if _type_ok(candidate, schema, arg):
+                options.append((_score(candidate, arg, schema, span), arg, candidate.value, index))
+        if arg in required:
+            options += [(score, arg, ref, None) for score, ref in reference_options(arg, schema, step, upstream)]
+    used: set[int] = set()
+    options.sort(key=lambda o: -o[0])
+    for score, arg, value, index in options:
+        if arg in draft or (index is not None and index in used):
+            continue
+        if arg not in required and (index is None or _cue_match(values.candidates[index], arg) == 0):
+            continue
+        if score < -0.5 and arg not in required:
+            continue
+        draft[arg] = value
+        if index is not None:
+            used.add(index)
+    for arg in tool.arg_names():
+        schema = tool.properties.get(arg) or {}
+        if arg not in draft and "default" in schema and (arg in required or "enum" not in schema):
+            draft[arg] = schema["default"]
+    return {arg: draft[arg] for arg in tool.arg_names() if arg in draft}

@@ -1,0 +1,140 @@
+"""Which tools a request needs: an embedding shortlist and a proposed tool per step.
+
+1. Every tool is scored by cosine similarity of its text (name in words + description) with the
+   whole request and with each step (planner/steps.py); its score is the best of those. The shortlist
+   is the best `limit` tools (the model and the grammar see only these; validation sees the catalog).
+2. Each step is given its best tool when that similarity is at least `step_min`; a tool already given
+   to an earlier step yields to the step's runner-up when the runner-up is within `repeat_margin`
+   (plans rarely call one tool twice, but still can).
+3. Data flow adds prerequisites: a proposed tool whose required arguments are mostly fields that only
+   another shortlisted tool outputs ("reserve" needs the `car_id` that "search" returns) gets that tool
+   before it. Uses output schemas; plain OpenAI tools without them get no prerequisites.
+4. When no step reaches `no_fit_below`, nothing in the catalog fits the request.
+
+The proposal is shown to the model as a hint (it still decides; the grammar allows every shortlisted
+tool and any plan length) and is what the generic fallback planner plans with.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.catalog import ToolCatalog, ToolDef
+from planner.config import SelectionConfig
+from planner.similarity import CachedEmbedder
+from planner.steps import Step, split_steps, tool_verb
+
+
+@dataclass(frozen=True)
+class StepHint:
+    step: Step
+    tool: str | None
+    score: float
+
+
+@dataclass
+class Selection:
+    shortlist: ToolCatalog
+    steps: list[Step]
+    hints: list[StepHint]
+    sequence: list[str]
+    best_score: float
+    scores: dict[str, float] = field(default_factory=dict)
+    step_scores: dict[str, list[float]] = field(default_factory=dict)  # tool → similarity per step
+    no_fit: bool = False
+
+    def step_for(self, index: int, tool: str, tools: list[str]) -> Step | None:
+        """The step node `index` (0-based) of tool `tool` came from: the k-th step proposing that tool
+        when the model kept the proposal, else the step most similar to the tool."""
+        nth = tools[:index].count(tool)
+        proposing = [h.step for h in self.hints if h.tool == tool]
+        if nth < len(proposing):
+            return proposing[nth]
+        per_step = self.step_scores.get(tool)
+        if not per_step or not self.steps:
+            return None
+        return self.steps[int(np.argmax(per_step))]
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "steps": [h.step.text for h in self.hints],
+            "proposed": self.sequence,
+            "best_score": round(self.best_score, 3),
+            "no_fit": self.no_fit,
+            "shortlist": self.shortlist.names(),
+        }
+
+
+def tool_text(tool: ToolDef) -> str:
+    words = re.sub(r"([a-z])([A-Z])", r"\1 \2", tool.name).replace("_", " ").replace(".", " ").replace("-", " ")
+    return f"{words}: {tool.description}" if tool.description else words
+
+
+class ToolSelector:
+    def __init__(self, embedder: CachedEmbedder, config: SelectionConfig) -> None:
+        self.embedder = embedder
+        self.config = config
+
+    async def select(self, request: str, catalog: ToolCatalog, *, limit: int) -> Selection:
+        steps = split_steps(request, (tool_verb(t.name) for t in catalog))
+        texts = [tool_text(t) for t in catalog]
+        vectors = await self.embedder.aembed([request, *[s.text for s in steps], *texts])
+        query, step_vectors, tool_vectors = vectors[0], vectors[1 : 1 + len(steps)], vectors[1 + len(steps) :]
+        per_step = step_vectors @ tool_vectors.T  # (steps, tools)
+        whole = tool_vectors @ query
+        best = np.maximum(whole, per_step.max(axis=0))
+        names = catalog.names()
+        order = list(np.argsort(-best, kind="stable"))
+        keep = sorted(order[:limit])  # catalog order: a stable prompt for the same catalog
+        shortlist = catalog if len(catalog) <= limit else catalog.subset([names[i] for i in keep])
+        hints = self._hints(steps, per_step, names, set(shortlist.names()))
+        sequence = self._with_prerequisites([h.tool for h in hints if h.tool], shortlist)
+        top = float(per_step.max()) if per_step.size else 0.0
+        return Selection(
+            shortlist=shortlist,
+            steps=steps,
+            hints=hints,
+            sequence=sequence,
+            best_score=max(top, float(whole.max()) if whole.size else 0.0),
+            scores={names[i]: round(float(best[i]), 4) for i in range(len(names))},
+            step_scores={names[j]: [float(per_step[i, j]) for i in range(len(steps))] for j in range(len(names))},
+            no_fit=max(top, float(whole.max()) if whole.size else 0.0) < self.config.no_fit_below,
+        )
+
+    def _hints(self, steps: list[Step], per_step: np.ndarray, names: list[str], allowed: set[str]) -> list[StepHint]:
+        hints: list[StepHint] = []
+        used: list[str] = []
+        for i, step in enumerate(steps):
+            order = [j for j in np.argsort(-per_step[i], kind="stable") if names[j] in allowed]
+            if not order or per_step[i, order[0]] < self.config.step_min:
+                hints.append(StepHint(step, None, float(per_step[i, order[0]]) if order else 0.0))
+                continue
+            choice = order[0]
+            if names[choice] in used and len(order) > 1:
+                runner = order[1]
+                if names[runner] not in used and per_step[i, runner] >= per_step[i, choice] - self.config.repeat_margin:
+                    choice = runner
+            used.append(names[choice])
+            hints.append(StepHint(step, names[choice], float(per_step[i, choice])))
+        return hints
+
+    def _with_prerequisites(self, sequence: list[str], shortlist: ToolCatalog) -> list[str]:
+        if not self.config.prerequisites:
+            return sequence
+        out: list[str] = []
+        for name in sequence:
+            tool = shortlist.get(name)
+            required = set(tool.required)
+            if len(required) >= 2:
+                for other in shortlist:
+                    if other.name == name or other.name in sequence or other.name in out:
+                        continue
+                    produced = {path for path, _ in other.output_fields if "." not in path}
+                    overlap = len(required & produced)
+                    if overlap >= max(2, (len(required) + 1) // 2) and tool_verb(other.name) != tool_verb(name):
+                        out.append(other.name)
+            out.append(name)
+        return out

@@ -1,0 +1,79 @@
+"""Text similarity for tool selection and demonstration retrieval.
+
+The planner only needs `TextEmbedder.embed(texts) -> unit vectors`. The composition root injects the
+packaged MiniLM (retrieval.embedder.SentenceTransformerEmbedder); `HashingEmbedder` is a
+dependency-free stand-in (hashed word and character-trigram counts) for tests and for deployments
+without the model. Vectors of tool texts are cached by text (bounded LRU), so a catalog is embedded
+once; the work runs in a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class TextEmbedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape (len(texts), dim), float32 rows of unit L2 norm."""
+        ...
+
+
+class HashingEmbedder:
+    """Bag of words + character trigrams hashed into `dim` buckets (no model; deterministic)."""
+
+    def __init__(self, dim: int = 512) -> None:
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in _TOKEN.findall(text.lower()):
+                features = [token] + [token[i : i + 3] for i in range(max(1, len(token) - 2))]
+                for feature in features:
+                    bucket = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=4).digest(), "little")
+                    out[row, bucket % self.dim] += 1.0 if feature == token else 0.3
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+
+class CachedEmbedder:
+    """An embedder with an LRU of vectors by text; `aembed` runs the model in a worker thread."""
+
+    def __init__(self, inner: TextEmbedder, *, max_entries: int = 8192) -> None:
+        self.inner = inner
+        self.max_entries = max_entries
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vectors = np.asarray(self.inner.embed(missing), dtype=np.float32)
+            with self._lock:
+                for text, vector in zip(missing, vectors, strict=True):
+                    self._cache[text] = vector
+                    self._cache.move_to_end(text)
+                while len(self._cache) > self.max_entries:
+                    self._cache.popitem(last=False)
+        with self._lock:
+            rows = []
+            for text in texts:
+                vector = self._cache.get(text)
+                if vector is None:  # evicted between the two locks: embed it alone
+                    vector = np.asarray(self.inner.embed([text]), dtype=np.float32)[0]
+                rows.append(vector)
+        return np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+
+    async def aembed(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embed, list(texts))

@@ -1,0 +1,82 @@
+"""A request split into the steps it asks for (generic English, no domain).
+
+"Calculate a 20% tip on $100, create an invoice for John Doe, then encrypt the invoice id" → three
+steps. Sentences are split first, then at sequencing connectives ("then", "after that", "finally"),
+then before a comma or "and" that is followed by an action verb. A piece that does not start with an
+action verb ("I will pick it up at 7:00 AM") is context for the step before it, not a step of its own.
+The verbs are `planner.lexicon.ACTION_VERBS` plus the first word of every tool name in the catalog
+("reserve_car" adds "reserve"), so a user's own vocabulary counts.
+
+Each step keeps its character span in the request: the planner shows the model which words a node
+came from, and ranks argument values inside that span first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from planner.lexicon import ACTION_VERBS, POLITE_PREFIX
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"'])")
+_CONNECTIVE = re.compile(
+    r",?\s*\b(?:and\s+then|then|after\s+that|afterwards|after\s+this|finally|lastly|next|additionally|"
+    r"followed\s+by|as\s+well\s+as|once\s+(?:that\s+is|it\s+is)\s+done)\b\s*,?",
+    re.I,
+)
+MAX_STEPS = 12
+
+
+@dataclass(frozen=True)
+class Step:
+    text: str
+    start: int
+    end: int
+
+
+def tool_verb(name: str) -> str:
+    """The leading word of a tool name: `Buses.BuyBusTicket` → "buy", `get_weather` → "get"."""
+    last = name.rsplit(".", 1)[-1]
+    parts = [p for p in re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", last) if p]
+    return parts[0].lower() if parts else ""
+
+
+def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
+    verbs = ACTION_VERBS | {v for v in extra_verbs if v.isalpha() and len(v) > 1}
+    verb_alt = "|".join(sorted(verbs, key=len, reverse=True))
+    before_verb = re.compile(rf"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:please\s+)?(?:{verb_alt})\b)", re.I)
+    steps: list[Step] = []
+    for start, piece in _pieces(request, [_SENTENCE, _CONNECTIVE, before_verb]):
+        text = piece.strip(" ,.;:!?")
+        lead = POLITE_PREFIX.match(text)
+        offset = piece.find(text) + (lead.end() if lead else 0)
+        text = text[lead.end() :].strip(" ,.;:!?") if lead else text
+        if not text:
+            continue
+        first = re.match(r"[A-Za-z]+", text)
+        if steps and (first is None or first.group(0).lower() not in verbs):
+            last = steps[-1]
+            steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
+            continue
+        steps.append(Step(text, start + offset, start + offset + len(text)))
+    if not steps:
+        return [Step(request.strip(), 0, len(request))]
+    return steps[:MAX_STEPS]
+
+
+def _pieces(text: str, splitters: list[re.Pattern[str]]) -> list[tuple[int, str]]:
+    """`text` cut by each splitter in turn; every piece with its offset in `text`."""
+    pieces = [(0, text)]
+    for splitter in splitters:
+        cut: list[tuple[int, str]] = []
+        for offset, piece in pieces:
+            position = 0
+            for m in splitter.finditer(piece):
+                if m.start() > position:
+                    cut.append((offset + position, piece[position : m.start()]))
+                position = m.end()
+            if position < len(piece):
+                cut.append((offset + position, piece[position:]))
+        pieces = cut
+    return pieces
