@@ -44,8 +44,8 @@ class NodeTurn:
     draft: dict[str, Any] | None = None
 
 
-NodeContext = Callable[[int, str, list[str]], Awaitable[NodeTurn]]
-"""(node index, tool name, the plan's tools) → that node's turn."""
+NodeContext = Callable[[int, str, list[str], list[dict[str, Any]]], Awaitable[NodeTurn]]
+"""(node index, tool name, the plan's tools, the nodes written so far) → that node's turn."""
 
 
 @dataclass
@@ -154,7 +154,7 @@ class PlanDecoder:
             nodes: list[dict[str, Any]] = []
             for index, name in enumerate(tools):
                 node_id = f"n{index + 1}"
-                turn = await node_context(index, name, tools)
+                turn = await node_context(index, name, tools, nodes)
                 prompt = self.prompts.node(node_id, name, turn.step, turn.shown_values, turn.shown_refs, turn.draft)
                 conversation = [
                     *conversation,

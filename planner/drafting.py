@@ -54,8 +54,18 @@ def _type_ok(candidate: Candidate, schema: dict[str, Any], arg: str) -> bool:
     return not dateish or candidate.kind == "quoted"
 
 
+_KIND_ARGS = {
+    "phone": {"phone", "mobile", "tel", "telephone", "cell"},
+    "email": {"email", "mail", "recipient", "recipients", "sender"},
+    "url": {"url", "link", "website", "site", "uri", "page", "domain"},
+}
+
+
 def _score(candidate: Candidate, arg: str, schema: dict[str, Any], span: tuple[int, int] | None) -> float:
     score = 3.0 * _cue_match(candidate, arg)
+    affine = _KIND_ARGS.get(candidate.kind)
+    if affine is not None:  # a phone number belongs to a phone-like argument, whatever words precede it
+        score += 3.0 if name_tokens(arg) & affine else -2.0
     description = {w for w in re.findall(r"[a-z]+", str(schema.get("description", "")).lower()) if len(w) > 3}
     score += 0.5 * len(description & set(candidate.cue.split()))
     if span is not None and candidate.start >= 0:
@@ -76,29 +86,45 @@ _REF_TYPES = {
 }
 
 
+def _head(name: str) -> str:
+    """The last word of a name (`tip_amount` → "amount"): what the thing is."""
+    parts = [p.lower() for p in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", name) if p]
+    return parts[-1] if parts else ""
+
+
+def _mentioned(name: str, words: set[str]) -> bool:
+    """Every word of a field name occurs in the text (singular or plural)."""
+    parts = [p.lower() for p in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", name) if p]
+    return bool(parts) and all(
+        p in words or f"{p}s" in words or (p.endswith("s") and p[:-1] in words) for p in parts
+    )
+
+
 def reference_options(arg: str, schema: dict[str, Any], step: str, upstream: Sequence[Upstream]) -> list[tuple[float, str]]:
     """Scored references an argument could take: an earlier output field the step names ("the gross
     salary"), one named like the argument, or the latest output when the step says "it"/"that"."""
     words = set(_WORD.findall(step.lower()))
-    own = {t for t in name_tokens(arg) if len(t) > 2}
+    head = _head(arg)
     anaphora = bool(_ANAPHORA.search(step))
     kinds = _REF_TYPES.get(str(schema.get("type", "")), set(_REF_TYPES))
+    wanted = str(schema.get("type", ""))
     out: list[tuple[float, str]] = []
     for distance, up in enumerate(reversed(upstream)):
-        fields = [(p, k) for p, k in up.tool.output_fields if k in kinds or not schema.get("type")]
-        for rank_in_tool, (path, _kind) in enumerate(fields):
+        fields = [(p, k) for p, k in up.tool.output_fields if k in kinds or not wanted]
+        named = any(p.rsplit(".", 1)[-1] == arg or _head(p) == head for p, _ in fields)
+        for rank_in_tool, (path, field_kind) in enumerate(fields):
             leaf = path.rsplit(".", 1)[-1]
-            tokens = {t for t in name_tokens(leaf) if len(t) > 1} - {"s"}
             score = 0.0
-            if tokens and tokens <= words:
+            if _mentioned(leaf, words):
                 score += 3.5
             if leaf == arg:
                 score += 2.5
-            elif own & tokens:
-                score += 1.5 * len(own & tokens) / max(len(own), 1)
-            if anaphora and distance == 0 and rank_in_tool == 0:
-                score += 2.5
+            elif head and _head(leaf) == head:
+                score += 1.5
+            if anaphora and distance == 0:
+                score += 1.0 + (1.5 if rank_in_tool == 0 and not named else 0.0)
             if score > 0:
+                score += 0.5 if field_kind == wanted else (-0.5 if field_kind and wanted and field_kind != wanted else 0.0)
                 out.append((score - 0.3 * distance, f"${up.node_id}.{path}"))
         if not fields and anaphora and distance == 0:
             out.append((2.5, f"${up.node_id}"))
@@ -134,20 +160,29 @@ def draft_args(
         for index, candidate in enumerate(values.candidates):
             if _type_ok(candidate, schema, arg):
                 options.append((_score(candidate, arg, schema, span), arg, candidate.value, index))
+        for up in reversed(upstream):  # the same argument of an earlier node: keep its literal value
+            earlier = up.args.get(arg)
+            if earlier is not None and not (isinstance(earlier, str) and earlier.startswith("$")):
+                options.append((4.5, arg, earlier, None))
+                break
         if arg in required:
             options += [(score, arg, ref, None) for score, ref in reference_options(arg, schema, step, upstream)]
     used: set[int] = set()
+    used_refs: set[str] = set()
     options.sort(key=lambda o: -o[0])
     for score, arg, value, index in options:
-        if arg in draft or (index is not None and index in used):
+        is_ref = isinstance(value, str) and value.startswith("$")
+        if arg in draft or (index is not None and index in used) or (is_ref and value in used_refs):
             continue
-        if arg not in required and (index is None or _cue_match(values.candidates[index], arg) == 0):
+        if arg not in required and (index is None or _cue_match(values.candidates[index], arg) == 0) and score < 4.5:
             continue
         if score < -0.5 and arg not in required:
             continue
         draft[arg] = value
         if index is not None:
             used.add(index)
+        elif is_ref:
+            used_refs.add(value)
     for arg in tool.arg_names():
         schema = tool.properties.get(arg) or {}
         if arg not in draft and "default" in schema and (arg in required or "enum" not in schema):

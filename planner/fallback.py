@@ -39,7 +39,7 @@ def proposal_plan(selection: Selection, values: RequestValues, catalog: ToolCata
             args[arg] = f"${upstream[-1].node_id}"
         node_id = f"n{len(nodes) + 1}"
         nodes.append({"id": node_id, "tool": name, "args": args})
-        upstream.append(Upstream(node_id, tool))
+        upstream.append(Upstream(node_id, tool, args))
     if not nodes:
         raise FallbackError(f"no proposed tool could be filled from the request (proposal: {tools or 'none'})")
     return Plan.model_validate({"nodes": nodes})

@@ -53,10 +53,11 @@ _TIMEISH = re.compile(r"time|hour|clock", re.I)
 
 @dataclass(frozen=True)
 class Upstream:
-    """An earlier node as the grammar sees it: its id and tool."""
+    """An earlier node: its id, tool and (once written) its arguments."""
 
     node_id: str
     tool: ToolDef
+    args: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass

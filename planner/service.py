@@ -352,11 +352,11 @@ class PlannerService:
         messages = self._messages(req, demos, oneshot=False, extra=extra + plan_try.feedback, grounding=plan_try.grounding)
         forced = skeleton_refs(skeleton) if skeleton is not None else None
 
-        async def node_context(index: int, name: str, tools: list[str]) -> NodeTurn:
+        async def node_context(index: int, name: str, tools: list[str], written: list[dict[str, Any]]) -> NodeTurn:
             tool = shortlist.get(name)
             step = req.selection.step_for(index, name, tools)
             span = (step.start, step.end) if step is not None else None
-            upstream = [Upstream(f"n{i + 1}", shortlist.get(t)) for i, t in enumerate(tools[:index])]
+            upstream = [Upstream(n["id"], shortlist.get(n["tool"]), n["args"]) for n in written]
             preferred: dict[str, list[Any]] = {}
             for pack in req.packs:
                 preferred.update(pack.preferred_values(req.text, tool, config.effective_today()))
