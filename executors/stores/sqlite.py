@@ -1,0 +1,600 @@
+"""`SqliteRunStore`: the embedded default, one SQLite file in WAL mode.
+
+Every call runs on the store's own thread (one connection, one worker), never on the event loop;
+each call is one short transaction (`BEGIN IMMEDIATE` for writes). Several processes on one machine
+may share the file (SQLite file locking, `busy_timeout`): leases are rows like any other, and a
+follower in another process notices new events through the feed's watch tick. The file and its
+-wal/-shm companions are created with mode 0600 (an existing wider file is tightened).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from executors.errors import RunNotFound
+from executors.observation import NodeResult
+from executors.stores.base import RunStore, backend, check_cache_entry
+from executors.stores.config import RunsConfig
+from executors.stores.errors import LeaseLost, RunStoreError
+from executors.stores.records import (
+    EventType,
+    Lease,
+    PurgeReport,
+    RunEvent,
+    RunRecord,
+    RunStatus,
+    TenantQuota,
+    TenantUsage,
+    WatchState,
+    dumps,
+)
+from executors.stores.sql import (
+    EVENT_OVERHEAD_BYTES,
+    SCHEMA_SQLITE,
+    SELECT_RUN,
+    busy_error,
+    lease_fields,
+    quota_error,
+    result_bytes,
+    run_from_row,
+    text_bytes,
+)
+from planner.plan import Plan
+
+logger = logging.getLogger("planstack.executors.stores.sqlite")
+T = TypeVar("T")
+_LEASE_COLUMNS = {
+    "lease_owner": "TEXT",
+    "lease_epoch": "INTEGER NOT NULL DEFAULT 0",
+    "lease_expires_at": "REAL",
+    "takeovers": "INTEGER NOT NULL DEFAULT 0",
+    "event_seq": "INTEGER NOT NULL DEFAULT 0",
+    "bytes": "INTEGER NOT NULL DEFAULT 0",
+}
+_CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
+
+
+@backend
+class SqliteRunStore(RunStore):
+    schemes = ("sqlite",)
+
+    def __init__(
+        self, path: str | Path, *, config: RunsConfig | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__(config or RunsConfig())
+        self.path = str(path)
+        self._clock = clock
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planstack-sqlite")
+        self._conn: sqlite3.Connection = self._worker.submit(self._open).result()
+
+    @classmethod
+    def from_url(cls, url: str, config: RunsConfig) -> SqliteRunStore:
+        path = url.split("://", 1)[1] if "://" in url else url
+        if not path:
+            raise ValueError(f"no file in the run store URL {url!r}; use sqlite:///ABSOLUTE/PATH")
+        return cls(path, config=config)
+
+    @property
+    def display_url(self) -> str:
+        return f"sqlite://{self.path}"
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            if self.path != ":memory:":
+                _create_private(Path(self.path))
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=10000")
+            tables, indexes = SCHEMA_SQLITE.split("-- after migration", 1)
+            conn.executescript(tables)
+            _migrate(conn)
+            conn.executescript(indexes)
+            if self.path != ":memory:":
+                _tighten(Path(self.path))
+            return conn
+        except (sqlite3.Error, OSError) as exc:
+            raise RunStoreError(
+                f"cannot open the run store {self.path}: {exc}", hint="check free disk space and write permission"
+            ) from exc
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, fn)
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Cursor]:
+        with _translate_errors(self.path, "write"):
+            cur = self._conn.cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+                try:
+                    yield cur
+                    cur.execute("COMMIT")
+                except BaseException:
+                    # SQLite may have rolled back already (e.g. SQLITE_FULL): a second ROLLBACK
+                    # would fail and hide the real error.
+                    if self._conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
+            finally:
+                cur.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with _translate_errors(self.path, "read"):
+            yield self._conn
+
+    async def _close(self) -> None:
+        await self._call(self._close_now)
+        self._worker.shutdown(wait=True)
+
+    def _close_now(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.close()
+
+    def close(self) -> None:
+        """Synchronous close, for code outside an event loop."""
+        self._worker.submit(self._close_now).result()
+        self._worker.shutdown(wait=True)
+
+    # -- runs ------------------------------------------------------------------------------------
+
+    async def create_run(
+        self, record: RunRecord, *, owner: str, ttl_s: float, quota: TenantQuota | None = None
+    ) -> Lease:
+        def go() -> Lease:
+            now = self._clock()
+            plan_json = record.plan.model_dump_json()
+            size = 2 * text_bytes(plan_json) + text_bytes(record.request)
+            with self._tx() as cur:
+                if quota is not None:
+                    problem = quota_error(self._usage(cur, record.tenant, now), quota)
+                    if problem is not None:
+                        raise problem
+                cur.execute(
+                    "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json,"
+                    " created_at, updated_at, lease_owner, lease_epoch, lease_expires_at, bytes)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                    (record.run_id, record.tenant, record.request, plan_json, record.status, record.round,
+                     record.replans, dumps(record.error), now, now, owner, now + ttl_s, size),
+                )  # fmt: skip
+                cur.execute(
+                    "INSERT INTO run_plans (run_id, round, plan_json, created_at) VALUES (?, ?, ?, ?)",
+                    (record.run_id, record.round, plan_json, now),
+                )
+            return Lease(record.tenant, record.run_id, owner, 1, now + ttl_s)
+
+        return await self._call(go)
+
+    async def get_run(self, tenant: str, run_id: str) -> RunRecord | None:
+        def go() -> RunRecord | None:
+            with self._read() as conn:
+                row = conn.execute(SELECT_RUN + " WHERE run_id = ? AND tenant = ?", (run_id, tenant)).fetchone()
+            return None if row is None else run_from_row(row, self._clock())
+
+        return await self._call(go)
+
+    async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
+        def go() -> list[RunRecord]:
+            with self._read() as conn:
+                rows = conn.execute(
+                    SELECT_RUN + " WHERE tenant = ? ORDER BY created_at DESC LIMIT ?", (tenant, limit)
+                ).fetchall()
+            now = self._clock()
+            return [run_from_row(row, now) for row in rows]
+
+        return await self._call(go)
+
+    async def update_run(
+        self,
+        lease: Lease,
+        *,
+        status: RunStatus | None = None,
+        plan: Plan | None = None,
+        round_: int | None = None,
+        replans: int | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        def go() -> RunRecord:
+            now = self._clock()
+            sets: list[str] = []
+            values: list[Any] = []
+            for column, value in (("status", status), ("round", round_), ("replans", replans)):
+                if value is not None:
+                    sets.append(f"{column} = ?")
+                    values.append(value)
+            plan_json = None if plan is None else plan.model_dump_json()
+            if plan_json is not None:
+                sets.append("plan_json = ?")
+                values.append(plan_json)
+            if error is not None:
+                sets.append("error_json = ?")
+                values.append(dumps(error))
+            added = 2 * text_bytes(plan_json) + text_bytes(dumps(error))
+            with self._tx() as cur:
+                self._fence(cur, lease, now, added)
+                if sets:
+                    cur.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ?", (*values, lease.run_id))  # noqa: S608
+                if plan_json is not None and round_ is not None:
+                    cur.execute(
+                        "INSERT OR IGNORE INTO run_plans (run_id, round, plan_json, created_at) VALUES (?, ?, ?, ?)",
+                        (lease.run_id, round_, plan_json, now),
+                    )
+                row = cur.execute(SELECT_RUN + " WHERE run_id = ?", (lease.run_id,)).fetchone()
+            return run_from_row(row, now)
+
+        return await self._call(go)
+
+    async def plans(self, tenant: str, run_id: str) -> list[tuple[int, Plan]]:
+        def go() -> list[tuple[int, Plan]]:
+            with self._read() as conn:
+                _require_run(conn, tenant, run_id)
+                rows = conn.execute(
+                    "SELECT round, plan_json FROM run_plans WHERE run_id = ? ORDER BY round", (run_id,)
+                ).fetchall()
+            return [(row[0], Plan.model_validate_json(row[1])) for row in rows]
+
+        return await self._call(go)
+
+    # -- node results ----------------------------------------------------------------------------
+
+    async def save_result(self, lease: Lease, result: NodeResult) -> NodeResult:
+        def go() -> NodeResult:
+            result_json = result.model_dump_json()
+            output_json = dumps(result.output)
+            with self._tx() as cur:
+                self._fence(cur, lease, self._clock(), 0)
+                cur.execute(
+                    "INSERT INTO node_results (run_id, round, node_id, tool, status, attempts, input_hash,"
+                    " output_sha256, output_json, result_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (run_id, round, node_id) DO NOTHING",
+                    (lease.run_id, result.round, result.node_id, result.tool, result.status, result.attempts,
+                     result.input_hash, result.output_sha256, output_json, result_json, self._clock()),
+                )  # fmt: skip
+                if cur.rowcount == 1:
+                    cur.execute(
+                        "UPDATE runs SET bytes = bytes + ? WHERE run_id = ?",
+                        (result_bytes(result_json, output_json), lease.run_id),
+                    )
+                    return result
+                row = cur.execute(
+                    "SELECT result_json FROM node_results WHERE run_id = ? AND round = ? AND node_id = ?",
+                    (lease.run_id, result.round, result.node_id),
+                ).fetchone()
+            return NodeResult.model_validate_json(row[0])
+
+        return await self._call(go)
+
+    async def results(self, tenant: str, run_id: str, *, round_: int | None = None) -> list[NodeResult]:
+        query = "SELECT result_json FROM node_results WHERE run_id = ?"
+        params: tuple[Any, ...] = (run_id,)
+        if round_ is not None:
+            query += " AND round = ?"
+            params = (run_id, round_)
+
+        def go() -> list[NodeResult]:
+            with self._read() as conn:
+                _require_run(conn, tenant, run_id)
+                rows = conn.execute(query + " ORDER BY round, committed_at, node_id", params).fetchall()
+            return [NodeResult.model_validate_json(row[0]) for row in rows]
+
+        return await self._call(go)
+
+    # -- events ----------------------------------------------------------------------------------
+
+    async def append_event(
+        self,
+        lease: Lease,
+        type_: EventType,
+        *,
+        round_: int = 0,
+        node_id: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> RunEvent:
+        event_data = data or {}
+
+        def go() -> RunEvent:
+            now = self._clock()
+            data_json = dumps(event_data) or "{}"
+            with self._tx() as cur:
+                seq = self._fence(cur, lease, now, text_bytes(data_json) + EVENT_OVERHEAD_BYTES, next_seq=True)
+                cur.execute(
+                    "INSERT INTO events (run_id, seq, type, round, node_id, data_json, ts)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (lease.run_id, seq, type_, round_, node_id, data_json, now),
+                )
+            return RunEvent(
+                run_id=lease.run_id, seq=seq, type=type_, round=round_, node_id=node_id, data=event_data, ts=now
+            )
+
+        event = await self._call(go)
+        self.feed.publish(lease.run_id, event.seq)
+        return event
+
+    async def events(self, tenant: str, run_id: str, *, after: int = 0, limit: int = 1000) -> list[RunEvent]:
+        def go() -> list[RunEvent]:
+            with self._read() as conn:
+                _require_run(conn, tenant, run_id)
+                rows = conn.execute(
+                    "SELECT run_id, seq, type, round, node_id, data_json, ts FROM events"
+                    " WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    (run_id, after, limit),
+                ).fetchall()
+            return [
+                RunEvent(run_id=r[0], seq=r[1], type=r[2], round=r[3], node_id=r[4], data=json.loads(r[5]), ts=r[6])
+                for r in rows
+            ]
+
+        return await self._call(go)
+
+    # -- leases ----------------------------------------------------------------------------------
+
+    async def acquire_lease(
+        self, tenant: str, run_id: str, *, owner: str, ttl_s: float, takeover: bool = False
+    ) -> Lease | None:
+        def go() -> Lease | None:
+            now = self._clock()
+            with self._read() as conn:  # a finished run needs no write transaction (read-only stores too)
+                _require_run(conn, tenant, run_id)
+                if conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0] != "running":
+                    return None
+            with self._tx() as cur:
+                row = cur.execute(
+                    "SELECT status, lease_owner, lease_epoch, lease_expires_at FROM runs"
+                    " WHERE run_id = ? AND tenant = ?",
+                    (run_id, tenant),
+                ).fetchone()
+                if row is None:
+                    raise RunNotFound(f"run {run_id!r} not found")
+                status, holder, epoch, expires = row
+                if status != "running":
+                    return None
+                if expires is not None and expires > now:
+                    raise busy_error(run_id, holder, expires - now)
+                counted = 1 if takeover and expires is not None else 0
+                cur.execute(
+                    "UPDATE runs SET lease_owner = ?, lease_epoch = ?, lease_expires_at = ?,"
+                    " takeovers = takeovers + ? WHERE run_id = ?",
+                    (owner, epoch + 1, now + ttl_s, counted, run_id),
+                )
+            return Lease(tenant, run_id, owner, epoch + 1, now + ttl_s)
+
+        return await self._call(go)
+
+    async def renew_lease(self, lease: Lease, ttl_s: float) -> Lease:
+        def go() -> Lease:
+            now = self._clock()
+            with self._tx() as cur:
+                cur.execute("UPDATE runs SET lease_expires_at = ?" + _FENCE, (now + ttl_s, *lease_fields(lease)))
+                if cur.rowcount != 1:
+                    self._fence_failure(cur, lease)
+            return Lease(lease.tenant, lease.run_id, lease.owner, lease.epoch, now + ttl_s)
+
+        return await self._call(go)
+
+    async def release_lease(self, lease: Lease) -> None:
+        def go() -> None:
+            with self._tx() as cur:
+                cur.execute("UPDATE runs SET lease_expires_at = NULL" + _FENCE, lease_fields(lease))
+
+        await self._call(go)
+
+    async def orphaned_runs(self, *, max_takeovers: int, limit: int = 20) -> list[tuple[str, str]]:
+        def go() -> list[tuple[str, str]]:
+            with self._read() as conn:
+                rows = conn.execute(
+                    "SELECT tenant, run_id FROM runs WHERE status = 'running'"
+                    " AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND takeovers < ?"
+                    " ORDER BY takeovers, updated_at LIMIT ?",
+                    (self._clock(), max_takeovers, limit),
+                ).fetchall()
+            return [(row[0], row[1]) for row in rows]
+
+        return await self._call(go)
+
+    def _fence(self, cur: sqlite3.Cursor, lease: Lease, now: float, added_bytes: int, next_seq: bool = False) -> int:
+        """The fenced write's guard, in the caller's transaction; returns the next event seq if asked."""
+        bump = ", event_seq = event_seq + 1" if next_seq else ""
+        row = cur.execute(
+            f"UPDATE runs SET updated_at = ?, bytes = bytes + ?{bump}" + _FENCE + " RETURNING event_seq",  # noqa: S608
+            (now, added_bytes, *lease_fields(lease)),
+        ).fetchone()
+        if row is None:
+            self._fence_failure(cur, lease)
+        return int(row[0])
+
+    @staticmethod
+    def _fence_failure(cur: sqlite3.Cursor, lease: Lease) -> None:
+        _require_run(cur, lease.tenant, lease.run_id)
+        raise LeaseLost(f"run {lease.run_id!r} is driven by another replica now; this driver stops")
+
+    # -- quotas and retention --------------------------------------------------------------------
+
+    def _usage(self, conn: sqlite3.Cursor | sqlite3.Connection, tenant: str, now: float) -> TenantUsage:
+        row = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(bytes), 0), COALESCE(SUM(CASE WHEN status = 'running'"
+            " AND lease_expires_at > ? THEN 1 ELSE 0 END), 0) FROM runs WHERE tenant = ?",
+            (now, tenant),
+        ).fetchone()
+        return TenantUsage(active_runs=int(row[2]), stored_runs=int(row[0]), stored_bytes=int(row[1]))
+
+    async def usage(self, tenant: str) -> TenantUsage:
+        def go() -> TenantUsage:
+            with self._read() as conn:
+                return self._usage(conn, tenant, self._clock())
+
+        return await self._call(go)
+
+    async def purge(self, *, max_age_s: float, max_total_bytes: int) -> PurgeReport:
+        def go() -> PurgeReport:
+            now = self._clock()
+            idle = "(status != 'running' OR lease_expires_at IS NULL OR lease_expires_at <= ?)"
+            with self._read() as conn:
+                old = conn.execute(
+                    f"SELECT run_id, bytes FROM runs WHERE {idle} AND updated_at < ?",  # noqa: S608
+                    (now, now - max_age_s),
+                ).fetchall()
+                total = int(conn.execute("SELECT COALESCE(SUM(bytes), 0) FROM runs").fetchone()[0])
+            doomed = {row[0]: int(row[1]) for row in old}
+            excess = total - sum(doomed.values()) - max_total_bytes
+            if excess > 0:
+                with self._read() as conn:
+                    for run_id, size in conn.execute(
+                        f"SELECT run_id, bytes FROM runs WHERE {idle} ORDER BY updated_at",
+                        (now,),  # noqa: S608
+                    ):
+                        if excess <= 0:
+                            break
+                        if run_id not in doomed:
+                            doomed[run_id] = int(size)
+                            excess -= int(size)
+            ids = list(doomed)
+            for start in range(0, len(ids), _CHUNK):
+                self._delete_runs(ids[start : start + _CHUNK], now)
+            with self._tx() as cur:
+                cur.execute("DELETE FROM cache WHERE expires_at <= ?", (now,))
+                cache_deleted = cur.rowcount
+            with self._read() as conn:
+                after = int(conn.execute("SELECT COALESCE(SUM(bytes), 0) FROM runs").fetchone()[0])
+                if ids:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return PurgeReport(len(ids), total - after, cache_deleted, after)
+
+        return await self._call(go)
+
+    def _delete_runs(self, run_ids: list[str], now: float) -> None:
+        marks = ", ".join("?" * len(run_ids))
+        live = "AND (status != 'running' OR lease_expires_at IS NULL OR lease_expires_at <= ?)"
+        with self._tx() as cur:
+            kept = [
+                row[0]
+                for row in cur.execute(f"SELECT run_id FROM runs WHERE run_id IN ({marks}) {live}", (*run_ids, now))  # noqa: S608
+            ]  # re-checked inside the transaction: a run acquired meanwhile is not deleted
+            if not kept:
+                return
+            marks = ", ".join("?" * len(kept))
+            for table in ("events", "node_results", "run_plans", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", kept)  # noqa: S608
+
+    # -- tenant-scoped cache ---------------------------------------------------------------------
+
+    async def cache_get(self, namespace: str, tenant: str, key: str) -> str | None:
+        check_cache_entry(namespace, tenant, key)
+
+        def go() -> str | None:
+            with self._read() as conn:
+                row = conn.execute(
+                    "SELECT value FROM cache WHERE namespace = ? AND tenant = ? AND key = ? AND expires_at > ?",
+                    (namespace, tenant, key, self._clock()),
+                ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._call(go)
+
+    async def cache_put(self, namespace: str, tenant: str, key: str, value: str, ttl_s: float) -> None:
+        check_cache_entry(namespace, tenant, key, value, ttl_s)
+
+        def go() -> None:
+            with self._tx() as cur:
+                cur.execute(
+                    "INSERT INTO cache (namespace, tenant, key, value, expires_at) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (namespace, tenant, key) DO UPDATE SET value = excluded.value,"
+                    " expires_at = excluded.expires_at",
+                    (namespace, tenant, key, value, self._clock() + ttl_s),
+                )
+
+        await self._call(go)
+
+    # -- feed ------------------------------------------------------------------------------------
+
+    async def _watch_state(self, run_ids: list[str]) -> dict[str, WatchState]:
+        def go() -> dict[str, WatchState]:
+            now = self._clock()
+            states: dict[str, WatchState] = {}
+            with self._read() as conn:
+                for start in range(0, len(run_ids), _CHUNK):
+                    chunk = run_ids[start : start + _CHUNK]
+                    marks = ", ".join("?" * len(chunk))
+                    for run_id, seq, status, expires in conn.execute(
+                        f"SELECT run_id, event_seq, status, lease_expires_at FROM runs WHERE run_id IN ({marks})",  # noqa: S608
+                        chunk,
+                    ):
+                        states[run_id] = WatchState(int(seq), expires is not None and expires > now, status)
+            return states
+
+        return await self._call(go)
+
+
+_FENCE = " WHERE run_id = ? AND tenant = ? AND lease_owner = ? AND lease_epoch = ?"
+
+
+def _require_run(conn: sqlite3.Cursor | sqlite3.Connection, tenant: str, run_id: str) -> None:
+    row = conn.execute("SELECT 1 FROM runs WHERE run_id = ? AND tenant = ?", (run_id, tenant)).fetchone()
+    if row is None:
+        raise RunNotFound(f"run {run_id!r} not found")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the lease/accounting columns to a store written before they existed."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    if all(column in present for column in _LEASE_COLUMNS):
+        return
+    conn.execute("BEGIN IMMEDIATE")  # then look again: another process may have migrated meanwhile
+    present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    missing = [column for column in _LEASE_COLUMNS if column not in present]
+    for column in missing:  # column names and types come from _LEASE_COLUMNS, never from input
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {_LEASE_COLUMNS[column]}")
+    if "event_seq" in missing:
+        conn.execute(
+            "UPDATE runs SET event_seq = (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.run_id = runs.run_id)"
+        )
+    if "bytes" in missing:
+        conn.execute(
+            "UPDATE runs SET bytes = LENGTH(plan_json) * 2 + LENGTH(request)"
+            " + (SELECT COALESCE(SUM(LENGTH(result_json) + COALESCE(LENGTH(output_json), 0)), 0)"
+            " FROM node_results WHERE node_results.run_id = runs.run_id)"
+            " + (SELECT COALESCE(SUM(LENGTH(data_json) + 64), 0) FROM events WHERE events.run_id = runs.run_id)"
+        )
+    conn.execute("COMMIT")
+    if missing:
+        logger.info("run store migrated: added %s", ", ".join(missing))
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 (its folder 0700 when new) before SQLite opens it."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+
+
+def _tighten(path: Path) -> None:
+    """SQLite gives -wal/-shm the database's mode; an existing file with wider bits is tightened."""
+    for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            if candidate.stat().st_mode & 0o077:
+                os.chmod(candidate, 0o600)
+
+
+@contextmanager
+def _translate_errors(path: str, what: str) -> Iterator[None]:
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        logger.error("run store %s: %s failed: %s", path, what, exc)
+        raise RunStoreError(
+            f"the run store cannot {what}: {exc}", hint="check free disk space and write permission"
+        ) from exc
