@@ -5,29 +5,26 @@ lease expiry) come from the database server's clock, so replicas agree on which 
 Each appended event is also a `NOTIFY planstack_events, '<run id>:<seq>'` sent on commit; every
 gateway LISTENs on one dedicated connection and wakes the followers of that run at once. Creating a
 run takes a per-tenant advisory lock, so the quota check and the insert are one atomic step across
-replicas. The tables are created on first use (under an advisory lock: replicas may start together).
-
-The store belongs to the event loop that first used it (the pool's connections do).
+replicas. The connections, the schema and the LISTEN connection are `PostgresPool`'s; the store belongs to
+the event loop that first used it (the pool's connections do).
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from executors.errors import RunNotFound
 from executors.observation import NodeResult
-from executors.stores.base import RunStore, backend, check_cache_entry, redact_url
+from executors.stores.base import RunStore, backend, check_cache_entry
 from executors.stores.config import RunsConfig
 from executors.stores.errors import LeaseLost, RunStoreError
-from executors.stores.feed import EventFeed, Listener
+from executors.stores.feed import Listener
+from executors.stores.postgres_pool import CHANNEL, PostgresPool
 from executors.stores.records import (
     EventType,
     Lease,
@@ -43,24 +40,23 @@ from executors.stores.records import (
 from executors.stores.sql import (
     EVENT_OVERHEAD_BYTES,
     RUN_COLUMNS,
-    SCHEMA_POSTGRES,
+    add_oldest,
     busy_error,
     lease_fields,
     quota_error,
     result_bytes,
     run_from_row,
+    runs_to_purge,
     text_bytes,
 )
 from planner.plan import Plan
 
 logger = logging.getLogger("planstack.executors.stores.postgres")
 
-CHANNEL = "planstack_events"
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
-SELECT_RUN = f"SELECT {RUN_COLUMNS}, {NOW} FROM runs"  # noqa: S608 - constant text
+SELECT_RUN = f"SELECT {RUN_COLUMNS}, {NOW} FROM runs"
 FENCE = " WHERE run_id = %s AND tenant = %s AND lease_owner = %s AND lease_epoch = %s"
 IDLE = f"(status <> 'running' OR lease_expires_at IS NULL OR lease_expires_at <= {NOW})"
-SCHEMA_LOCK = 727_274_001  # advisory lock key of the schema creation
 
 
 @backend
@@ -68,11 +64,15 @@ class PostgresRunStore(RunStore):
     schemes = ("postgresql", "postgres")
 
     def __init__(self, url: str, *, config: RunsConfig | None = None) -> None:
-        super().__init__(config or RunsConfig())
         self.url = url
-        self._pool: AsyncConnectionPool | None = None
-        self._pool_loop: asyncio.AbstractEventLoop | None = None
-        self._opening: asyncio.Lock | None = None
+        self._db = PostgresPool(url, config or RunsConfig())  # before the base class asks for _listener
+        super().__init__(self._db.config)
+
+    def _tx(self, what: str = "write") -> contextlib.AbstractAsyncContextManager[psycopg.AsyncCursor[Any]]:
+        return self._db.tx(what)
+
+    async def _close(self) -> None:
+        await self._db.aclose()
 
     @classmethod
     def from_url(cls, url: str, config: RunsConfig) -> PostgresRunStore:
@@ -80,55 +80,7 @@ class PostgresRunStore(RunStore):
 
     @property
     def display_url(self) -> str:
-        return redact_url(self.url)
-
-    # -- connections -----------------------------------------------------------------------------
-
-    async def _ensure_pool(self) -> AsyncConnectionPool:
-        loop = asyncio.get_running_loop()
-        if self._pool is not None:
-            if self._pool_loop is not loop:
-                raise RuntimeError("a PostgresRunStore is bound to the event loop that first used it")
-            return self._pool
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            if self._pool is None:
-                pool = AsyncConnectionPool(
-                    self.url,
-                    min_size=1,
-                    max_size=self.config.pool_size,
-                    open=False,
-                    kwargs={"autocommit": True},
-                    timeout=self.config.connect_timeout_s,
-                    name="planstack-runs",
-                )
-                try:
-                    await pool.open(wait=True, timeout=self.config.connect_timeout_s)
-                    async with pool.connection() as conn, conn.transaction():
-                        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                        for statement in SCHEMA_POSTGRES.split(";"):
-                            if statement.strip():
-                                await conn.execute(statement)
-                except (psycopg.Error, PoolTimeout, OSError) as exc:
-                    await pool.close()
-                    raise _unavailable("connect", self.display_url, exc) from exc
-                self._pool, self._pool_loop = pool, loop
-        return self._pool
-
-    @asynccontextmanager
-    async def _tx(self, what: str = "write") -> AsyncIterator[psycopg.AsyncCursor[Any]]:
-        pool = await self._ensure_pool()
-        try:
-            async with pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                yield cur
-        except (psycopg.Error, PoolTimeout, OSError) as exc:
-            raise _unavailable(what, self.display_url, exc) from exc
-
-    async def _close(self) -> None:
-        if self._pool is not None and self._pool_loop is asyncio.get_running_loop():
-            await self._pool.close()
-        self._pool = self._pool_loop = None
+        return self._db.display_url
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -197,7 +149,7 @@ class PostgresRunStore(RunStore):
         async with self._tx() as cur:
             await self._fence(cur, lease, added)
             if sets:
-                await cur.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = %s", (*values, lease.run_id))  # noqa: S608
+                await cur.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = %s", (*values, lease.run_id))
             if plan_json is not None and round_ is not None:
                 await cur.execute(
                     f"INSERT INTO run_plans (run_id, round, plan_json, created_at) VALUES (%s, %s, %s, {NOW})"
@@ -330,7 +282,7 @@ class PostgresRunStore(RunStore):
             row = await cur.fetchone()
             if row is None:
                 await _fence_failure(cur, lease)
-        return Lease(lease.tenant, lease.run_id, lease.owner, lease.epoch, float(row[0]))  # type: ignore[index]
+        return Lease(lease.tenant, lease.run_id, lease.owner, lease.epoch, float(row[0]))
 
     async def release_lease(self, lease: Lease) -> None:
         async with self._tx() as cur:
@@ -350,13 +302,13 @@ class PostgresRunStore(RunStore):
     async def _fence(self, cur: psycopg.AsyncCursor[Any], lease: Lease, added: int, next_seq: bool = False) -> int:
         bump = ", event_seq = event_seq + 1" if next_seq else ""
         await cur.execute(
-            f"UPDATE runs SET updated_at = {NOW}, bytes = bytes + %s{bump}" + FENCE + " RETURNING event_seq",  # noqa: S608
+            f"UPDATE runs SET updated_at = {NOW}, bytes = bytes + %s{bump}" + FENCE + " RETURNING event_seq",
             (added, *lease_fields(lease)),
         )
         row = await cur.fetchone()
         if row is None:
             await _fence_failure(cur, lease)
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     # -- quotas and retention --------------------------------------------------------------------
 
@@ -366,30 +318,25 @@ class PostgresRunStore(RunStore):
 
     async def purge(self, *, max_age_s: float, max_total_bytes: int) -> PurgeReport:
         async with self._tx("read") as cur:
-            await cur.execute(f"SELECT run_id, bytes FROM runs WHERE {IDLE} AND updated_at < {NOW} - %s", (max_age_s,))  # noqa: S608
-            doomed = {row[0]: int(row[1]) for row in await cur.fetchall()}
+            await cur.execute(f"SELECT run_id, bytes FROM runs WHERE {IDLE} AND updated_at < {NOW} - %s", (max_age_s,))
+            old = await cur.fetchall()
             await cur.execute("SELECT COALESCE(SUM(bytes), 0) FROM runs")
             total = int((await _one(cur))[0])
-            excess = total - sum(doomed.values()) - max_total_bytes
+            doomed, excess = runs_to_purge(old, total, max_total_bytes)
             if excess > 0:
-                await cur.execute(f"SELECT run_id, bytes FROM runs WHERE {IDLE} ORDER BY updated_at")  # noqa: S608
-                for run_id, size in await cur.fetchall():
-                    if excess <= 0:
-                        break
-                    if run_id not in doomed:
-                        doomed[run_id] = int(size)
-                        excess -= int(size)
+                await cur.execute(f"SELECT run_id, bytes FROM runs WHERE {IDLE} ORDER BY updated_at")
+                add_oldest(doomed, await cur.fetchall(), excess)
         ids = list(doomed)
         for start in range(0, len(ids), 400):
             async with self._tx() as cur:
                 await cur.execute(
                     f"SELECT run_id FROM runs WHERE run_id = ANY(%s) AND {IDLE} FOR UPDATE", (ids[start : start + 400],)
-                )  # noqa: S608
+                )
                 kept = [row[0] for row in await cur.fetchall()]
                 for table in ("events", "node_results", "run_plans", "runs"):
-                    await cur.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (kept,))  # noqa: S608
+                    await cur.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (kept,))
         async with self._tx() as cur:
-            await cur.execute(f"DELETE FROM cache WHERE expires_at <= {NOW}")  # noqa: S608
+            await cur.execute(f"DELETE FROM cache WHERE expires_at <= {NOW}")
             cache_deleted = cur.rowcount
             await cur.execute("SELECT COALESCE(SUM(bytes), 0) FROM runs")
             after = int((await _one(cur))[0])
@@ -430,24 +377,7 @@ class PostgresRunStore(RunStore):
         return {row[0]: WatchState(int(row[1]), bool(row[3]), row[2]) for row in rows}
 
     def _listener(self) -> Listener:
-        return self._listen
-
-    async def _listen(self, feed: EventFeed) -> None:
-        """LISTEN on a dedicated connection; reconnect (and let every follower re-read) after a failure."""
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(
-                    self.url, autocommit=True, connect_timeout=int(self.config.connect_timeout_s)
-                ) as conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    feed.publish_all()  # whatever was appended while we were not listening
-                    async for note in conn.notifies():
-                        run_id, _, seq = note.payload.rpartition(":")
-                        if seq.isdigit():
-                            feed.publish(run_id, int(seq))
-            except (psycopg.Error, OSError) as exc:
-                logger.warning("event listener on %s: %s; reconnecting", self.display_url, exc)
-                await asyncio.sleep(1.0)
+        return self._db.listen
 
 
 async def _one(cur: psycopg.AsyncCursor[Any]) -> Any:
@@ -463,7 +393,7 @@ async def _require_run(cur: psycopg.AsyncCursor[Any], tenant: str, run_id: str) 
         raise RunNotFound(f"run {run_id!r} not found")
 
 
-async def _fence_failure(cur: psycopg.AsyncCursor[Any], lease: Lease) -> None:
+async def _fence_failure(cur: psycopg.AsyncCursor[Any], lease: Lease) -> NoReturn:
     await _require_run(cur, lease.tenant, lease.run_id)
     raise LeaseLost(f"run {lease.run_id!r} is driven by another replica now; this driver stops")
 
@@ -476,9 +406,3 @@ async def _usage(cur: psycopg.AsyncCursor[Any], tenant: str) -> TenantUsage:
     )
     row = await _one(cur)
     return TenantUsage(active_runs=int(row[2]), stored_runs=int(row[0]), stored_bytes=int(row[1]))
-
-
-def _unavailable(what: str, where: str, exc: BaseException) -> RunStoreError:
-    logger.error("run store %s: %s failed: %s", where, what, exc)
-    detail = type(exc).__name__ if not str(exc) else str(exc).splitlines()[0]
-    return RunStoreError(f"the run store cannot {what}: {detail}", hint="check that the database is reachable")

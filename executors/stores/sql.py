@@ -8,6 +8,7 @@ every write, so per-tenant and total sizes are one SUM.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from executors.stores.errors import QuotaExceeded, RunBusy, StoredBytesQuota, StoredRunsQuota, TooManyActiveRuns
@@ -149,3 +150,21 @@ def text_bytes(text: str | None) -> int:
 
 def result_bytes(result_json: str, output_json: str | None) -> int:
     return text_bytes(result_json) + text_bytes(output_json)
+
+
+def runs_to_purge(
+    old: Iterable[tuple[str, int]], total: int, max_total_bytes: int
+) -> tuple[dict[str, int], int]:
+    """Runs past the age limit (id → bytes), and how many bytes must still go for the size limit."""
+    doomed = {run_id: int(size) for run_id, size in old}
+    return doomed, total - sum(doomed.values()) - max_total_bytes
+
+
+def add_oldest(doomed: dict[str, int], idle_oldest_first: Iterable[tuple[str, int]], excess: int) -> None:
+    """Add the oldest idle runs to `doomed` until `excess` bytes are covered."""
+    for run_id, size in idle_oldest_first:
+        if excess <= 0:
+            return
+        if run_id not in doomed:
+            doomed[run_id] = int(size)
+            excess -= int(size)

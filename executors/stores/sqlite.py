@@ -3,30 +3,25 @@
 Every call runs on the store's own thread (one connection, one worker), never on the event loop;
 each call is one short transaction (`BEGIN IMMEDIATE` for writes). Several processes on one machine
 may share the file (SQLite file locking, `busy_timeout`): leases are rows like any other, and a
-follower in another process notices new events through the feed's watch tick. The file and its
--wal/-shm companions are created with mode 0600 (an existing wider file is tightened).
+follower in another process notices new events through the feed's watch tick. The file itself (mode 0600, WAL,
+migrations, the worker thread) is `SqliteFile`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import logging
-import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from executors.errors import RunNotFound
 from executors.observation import NodeResult
 from executors.stores.base import RunStore, backend, check_cache_entry
 from executors.stores.config import RunsConfig
-from executors.stores.errors import LeaseLost, RunStoreError
+from executors.stores.errors import LeaseLost
 from executors.stores.records import (
     EventType,
     Lease,
@@ -41,27 +36,20 @@ from executors.stores.records import (
 )
 from executors.stores.sql import (
     EVENT_OVERHEAD_BYTES,
-    SCHEMA_SQLITE,
     SELECT_RUN,
+    add_oldest,
     busy_error,
     lease_fields,
     quota_error,
     result_bytes,
     run_from_row,
+    runs_to_purge,
     text_bytes,
 )
+from executors.stores.sqlite_file import SqliteFile, require_run
 from planner.plan import Plan
 
-logger = logging.getLogger("planstack.executors.stores.sqlite")
 T = TypeVar("T")
-_LEASE_COLUMNS = {
-    "lease_owner": "TEXT",
-    "lease_epoch": "INTEGER NOT NULL DEFAULT 0",
-    "lease_expires_at": "REAL",
-    "takeovers": "INTEGER NOT NULL DEFAULT 0",
-    "event_seq": "INTEGER NOT NULL DEFAULT 0",
-    "bytes": "INTEGER NOT NULL DEFAULT 0",
-}
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
 
 
@@ -75,8 +63,7 @@ class SqliteRunStore(RunStore):
         super().__init__(config or RunsConfig())
         self.path = str(path)
         self._clock = clock
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planstack-sqlite")
-        self._conn: sqlite3.Connection = self._worker.submit(self._open).result()
+        self._db = SqliteFile(self.path)
 
     @classmethod
     def from_url(cls, url: str, config: RunsConfig) -> SqliteRunStore:
@@ -89,66 +76,25 @@ class SqliteRunStore(RunStore):
     def display_url(self) -> str:
         return f"sqlite://{self.path}"
 
-    def _open(self) -> sqlite3.Connection:
-        try:
-            if self.path != ":memory:":
-                _create_private(Path(self.path))
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=10000")
-            tables, indexes = SCHEMA_SQLITE.split("-- after migration", 1)
-            conn.executescript(tables)
-            _migrate(conn)
-            conn.executescript(indexes)
-            if self.path != ":memory:":
-                _tighten(Path(self.path))
-            return conn
-        except (sqlite3.Error, OSError) as exc:
-            raise RunStoreError(
-                f"cannot open the run store {self.path}: {exc}", hint="check free disk space and write permission"
-            ) from exc
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self._db.conn
 
     async def _call(self, fn: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, fn)
+        return await self._db.call(fn)
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Cursor]:
-        with _translate_errors(self.path, "write"):
-            cur = self._conn.cursor()
-            try:
-                cur.execute("BEGIN IMMEDIATE")
-                try:
-                    yield cur
-                    cur.execute("COMMIT")
-                except BaseException:
-                    # SQLite may have rolled back already (e.g. SQLITE_FULL): a second ROLLBACK
-                    # would fail and hide the real error.
-                    if self._conn.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):
-                            self._conn.execute("ROLLBACK")
-                    raise
-            finally:
-                cur.close()
+    def _tx(self) -> contextlib.AbstractContextManager[sqlite3.Cursor]:
+        return self._db.tx()
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with _translate_errors(self.path, "read"):
-            yield self._conn
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._db.read()
 
     async def _close(self) -> None:
-        await self._call(self._close_now)
-        self._worker.shutdown(wait=True)
-
-    def _close_now(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self._conn.close()
+        await self._db.aclose()
 
     def close(self) -> None:
         """Synchronous close, for code outside an event loop."""
-        self._worker.submit(self._close_now).result()
-        self._worker.shutdown(wait=True)
+        self._db.close()
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -227,7 +173,7 @@ class SqliteRunStore(RunStore):
             with self._tx() as cur:
                 self._fence(cur, lease, now, added)
                 if sets:
-                    cur.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ?", (*values, lease.run_id))  # noqa: S608
+                    cur.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ?", (*values, lease.run_id))
                 if plan_json is not None and round_ is not None:
                     cur.execute(
                         "INSERT OR IGNORE INTO run_plans (run_id, round, plan_json, created_at) VALUES (?, ?, ?, ?)",
@@ -241,7 +187,7 @@ class SqliteRunStore(RunStore):
     async def plans(self, tenant: str, run_id: str) -> list[tuple[int, Plan]]:
         def go() -> list[tuple[int, Plan]]:
             with self._read() as conn:
-                _require_run(conn, tenant, run_id)
+                require_run(conn, tenant, run_id)
                 rows = conn.execute(
                     "SELECT round, plan_json FROM run_plans WHERE run_id = ? ORDER BY round", (run_id,)
                 ).fetchall()
@@ -287,7 +233,7 @@ class SqliteRunStore(RunStore):
 
         def go() -> list[NodeResult]:
             with self._read() as conn:
-                _require_run(conn, tenant, run_id)
+                require_run(conn, tenant, run_id)
                 rows = conn.execute(query + " ORDER BY round, committed_at, node_id", params).fetchall()
             return [NodeResult.model_validate_json(row[0]) for row in rows]
 
@@ -327,7 +273,7 @@ class SqliteRunStore(RunStore):
     async def events(self, tenant: str, run_id: str, *, after: int = 0, limit: int = 1000) -> list[RunEvent]:
         def go() -> list[RunEvent]:
             with self._read() as conn:
-                _require_run(conn, tenant, run_id)
+                require_run(conn, tenant, run_id)
                 rows = conn.execute(
                     "SELECT run_id, seq, type, round, node_id, data_json, ts FROM events"
                     " WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -348,7 +294,7 @@ class SqliteRunStore(RunStore):
         def go() -> Lease | None:
             now = self._clock()
             with self._read() as conn:  # a finished run needs no write transaction (read-only stores too)
-                _require_run(conn, tenant, run_id)
+                require_run(conn, tenant, run_id)
                 if conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0] != "running":
                     return None
             with self._tx() as cur:
@@ -409,7 +355,7 @@ class SqliteRunStore(RunStore):
         """The fenced write's guard, in the caller's transaction; returns the next event seq if asked."""
         bump = ", event_seq = event_seq + 1" if next_seq else ""
         row = cur.execute(
-            f"UPDATE runs SET updated_at = ?, bytes = bytes + ?{bump}" + _FENCE + " RETURNING event_seq",  # noqa: S608
+            f"UPDATE runs SET updated_at = ?, bytes = bytes + ?{bump}" + _FENCE + " RETURNING event_seq",
             (now, added_bytes, *lease_fields(lease)),
         ).fetchone()
         if row is None:
@@ -417,8 +363,8 @@ class SqliteRunStore(RunStore):
         return int(row[0])
 
     @staticmethod
-    def _fence_failure(cur: sqlite3.Cursor, lease: Lease) -> None:
-        _require_run(cur, lease.tenant, lease.run_id)
+    def _fence_failure(cur: sqlite3.Cursor, lease: Lease) -> NoReturn:
+        require_run(cur, lease.tenant, lease.run_id)
         raise LeaseLost(f"run {lease.run_id!r} is driven by another replica now; this driver stops")
 
     # -- quotas and retention --------------------------------------------------------------------
@@ -444,23 +390,15 @@ class SqliteRunStore(RunStore):
             idle = "(status != 'running' OR lease_expires_at IS NULL OR lease_expires_at <= ?)"
             with self._read() as conn:
                 old = conn.execute(
-                    f"SELECT run_id, bytes FROM runs WHERE {idle} AND updated_at < ?",  # noqa: S608
+                    f"SELECT run_id, bytes FROM runs WHERE {idle} AND updated_at < ?",
                     (now, now - max_age_s),
                 ).fetchall()
                 total = int(conn.execute("SELECT COALESCE(SUM(bytes), 0) FROM runs").fetchone()[0])
-            doomed = {row[0]: int(row[1]) for row in old}
-            excess = total - sum(doomed.values()) - max_total_bytes
+            doomed, excess = runs_to_purge(old, total, max_total_bytes)
             if excess > 0:
                 with self._read() as conn:
-                    for run_id, size in conn.execute(
-                        f"SELECT run_id, bytes FROM runs WHERE {idle} ORDER BY updated_at",
-                        (now,),  # noqa: S608
-                    ):
-                        if excess <= 0:
-                            break
-                        if run_id not in doomed:
-                            doomed[run_id] = int(size)
-                            excess -= int(size)
+                    oldest = conn.execute(f"SELECT run_id, bytes FROM runs WHERE {idle} ORDER BY updated_at", (now,))
+                    add_oldest(doomed, oldest, excess)
             ids = list(doomed)
             for start in range(0, len(ids), _CHUNK):
                 self._delete_runs(ids[start : start + _CHUNK], now)
@@ -481,13 +419,13 @@ class SqliteRunStore(RunStore):
         with self._tx() as cur:
             kept = [
                 row[0]
-                for row in cur.execute(f"SELECT run_id FROM runs WHERE run_id IN ({marks}) {live}", (*run_ids, now))  # noqa: S608
+                for row in cur.execute(f"SELECT run_id FROM runs WHERE run_id IN ({marks}) {live}", (*run_ids, now))
             ]  # re-checked inside the transaction: a run acquired meanwhile is not deleted
             if not kept:
                 return
             marks = ", ".join("?" * len(kept))
             for table in ("events", "node_results", "run_plans", "runs"):
-                cur.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", kept)  # noqa: S608
+                cur.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", kept)
 
     # -- tenant-scoped cache ---------------------------------------------------------------------
 
@@ -529,7 +467,7 @@ class SqliteRunStore(RunStore):
                     chunk = run_ids[start : start + _CHUNK]
                     marks = ", ".join("?" * len(chunk))
                     for run_id, seq, status, expires in conn.execute(
-                        f"SELECT run_id, event_seq, status, lease_expires_at FROM runs WHERE run_id IN ({marks})",  # noqa: S608
+                        f"SELECT run_id, event_seq, status, lease_expires_at FROM runs WHERE run_id IN ({marks})",
                         chunk,
                     ):
                         states[run_id] = WatchState(int(seq), expires is not None and expires > now, status)
@@ -539,62 +477,3 @@ class SqliteRunStore(RunStore):
 
 
 _FENCE = " WHERE run_id = ? AND tenant = ? AND lease_owner = ? AND lease_epoch = ?"
-
-
-def _require_run(conn: sqlite3.Cursor | sqlite3.Connection, tenant: str, run_id: str) -> None:
-    row = conn.execute("SELECT 1 FROM runs WHERE run_id = ? AND tenant = ?", (run_id, tenant)).fetchone()
-    if row is None:
-        raise RunNotFound(f"run {run_id!r} not found")
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Add the lease/accounting columns to a store written before they existed."""
-    present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-    if all(column in present for column in _LEASE_COLUMNS):
-        return
-    conn.execute("BEGIN IMMEDIATE")  # then look again: another process may have migrated meanwhile
-    present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-    missing = [column for column in _LEASE_COLUMNS if column not in present]
-    for column in missing:  # column names and types come from _LEASE_COLUMNS, never from input
-        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {_LEASE_COLUMNS[column]}")
-    if "event_seq" in missing:
-        conn.execute(
-            "UPDATE runs SET event_seq = (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.run_id = runs.run_id)"
-        )
-    if "bytes" in missing:
-        conn.execute(
-            "UPDATE runs SET bytes = LENGTH(plan_json) * 2 + LENGTH(request)"
-            " + (SELECT COALESCE(SUM(LENGTH(result_json) + COALESCE(LENGTH(output_json), 0)), 0)"
-            " FROM node_results WHERE node_results.run_id = runs.run_id)"
-            " + (SELECT COALESCE(SUM(LENGTH(data_json) + 64), 0) FROM events WHERE events.run_id = runs.run_id)"
-        )
-    conn.execute("COMMIT")
-    if missing:
-        logger.info("run store migrated: added %s", ", ".join(missing))
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file 0600 (its folder 0700 when new) before SQLite opens it."""
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(fd)
-
-
-def _tighten(path: Path) -> None:
-    """SQLite gives -wal/-shm the database's mode; an existing file with wider bits is tightened."""
-    for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        with contextlib.suppress(FileNotFoundError):
-            if candidate.stat().st_mode & 0o077:
-                os.chmod(candidate, 0o600)
-
-
-@contextmanager
-def _translate_errors(path: str, what: str) -> Iterator[None]:
-    try:
-        yield
-    except (sqlite3.Error, OSError) as exc:
-        logger.error("run store %s: %s failed: %s", path, what, exc)
-        raise RunStoreError(
-            f"the run store cannot {what}: {exc}", hint="check free disk space and write permission"
-        ) from exc
