@@ -29,7 +29,7 @@ from executors.config import ExecutorConfig
 from executors.registry import ToolRegistry
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
-from executors.stores import open_run_store, url_scheme
+from executors.stores import RunsConfig, open_run_store, url_scheme
 from planner.plan import Plan
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -160,7 +160,7 @@ async def measure_overhead(repeats: int, store_urls: list[str] | None = None) ->
         result[f"in_memory_{name}_ms_per_node"] = round(statistics.median(samples), 4)
     with tempfile.TemporaryDirectory() as tmp:
         for url in store_urls or [f"sqlite://{Path(tmp) / 'bench.sqlite3'}"]:
-            store = open_run_store(url)
+            store = open_run_store(url, config=RunsConfig(max_plan_nodes=99))
             service = RunService(store, scheduler)
             plan = to_plan(chain)
             samples = []

@@ -17,6 +17,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -92,7 +93,7 @@ class PostgresServer:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(2)  # SIGINT: fast shutdown
+            self.process.send_signal(signal.SIGINT)  # fast shutdown
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -128,7 +129,12 @@ def postgres_url(postgres_server: PostgresServer) -> str:
     return postgres_server.create_database()
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # `kill PID` stops the server too, not only Ctrl-C
     running = start_server()
     print(running.create_database(), flush=True)
     try:
