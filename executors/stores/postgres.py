@@ -12,7 +12,6 @@ the event loop that first used it (the pool's connections do).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from typing import Any, NoReturn
 
@@ -38,14 +37,18 @@ from executors.stores.records import (
     dumps,
 )
 from executors.stores.sql import (
+    EVENT_COLUMNS,
     EVENT_OVERHEAD_BYTES,
     RUN_COLUMNS,
     add_oldest,
     busy_error,
+    event_from_row,
     lease_fields,
     quota_error,
     result_bytes,
+    results_query,
     run_from_row,
+    run_update,
     runs_to_purge,
     text_bytes,
 )
@@ -132,29 +135,18 @@ class PostgresRunStore(RunStore):
         replans: int | None = None,
         error: dict[str, Any] | None = None,
     ) -> RunRecord:
-        sets: list[str] = []
-        values: list[Any] = []
-        for column, value in (("status", status), ("round", round_), ("replans", replans)):
-            if value is not None:
-                sets.append(f"{column} = %s")
-                values.append(value)
-        plan_json = None if plan is None else plan.model_dump_json()
-        if plan_json is not None:
-            sets.append("plan_json = %s")
-            values.append(plan_json)
-        if error is not None:
-            sets.append("error_json = %s")
-            values.append(dumps(error))
-        added = 2 * text_bytes(plan_json) + text_bytes(dumps(error))
+        update = run_update("%s", status=status, plan=plan, round_=round_, replans=replans, error=error)
         async with self._tx() as cur:
-            await self._fence(cur, lease, added)
-            if sets:
-                await cur.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = %s", (*values, lease.run_id))
-            if plan_json is not None and round_ is not None:
+            await self._fence(cur, lease, update.added_bytes)
+            if update.assignments:
+                await cur.execute(
+                    f"UPDATE runs SET {', '.join(update.assignments)} WHERE run_id = %s", (*update.values, lease.run_id)
+                )
+            if update.plan_json is not None and round_ is not None:
                 await cur.execute(
                     f"INSERT INTO run_plans (run_id, round, plan_json, created_at) VALUES (%s, %s, %s, {NOW})"
                     " ON CONFLICT DO NOTHING",
-                    (lease.run_id, round_, plan_json),
+                    (lease.run_id, round_, update.plan_json),
                 )
             await cur.execute(SELECT_RUN + " WHERE run_id = %s", (lease.run_id,))
             row = await _one(cur)
@@ -196,14 +188,10 @@ class PostgresRunStore(RunStore):
         return NodeResult.model_validate_json(row[0])
 
     async def results(self, tenant: str, run_id: str, *, round_: int | None = None) -> list[NodeResult]:
-        query = "SELECT result_json FROM node_results WHERE run_id = %s"
-        params: tuple[Any, ...] = (run_id,)
-        if round_ is not None:
-            query += " AND round = %s"
-            params = (run_id, round_)
+        query, params = results_query("%s", run_id, round_)
         async with self._tx("read") as cur:
             await _require_run(cur, tenant, run_id)
-            await cur.execute(query + " ORDER BY round, committed_at, node_id", params)
+            await cur.execute(query, params)
             rows = await cur.fetchall()
         return [NodeResult.model_validate_json(row[0]) for row in rows]
 
@@ -236,15 +224,11 @@ class PostgresRunStore(RunStore):
         async with self._tx("read") as cur:
             await _require_run(cur, tenant, run_id)
             await cur.execute(
-                "SELECT run_id, seq, type, round, node_id, data_json, ts FROM events"
-                " WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
                 (run_id, after, limit),
             )
             rows = await cur.fetchall()
-        return [
-            RunEvent(run_id=r[0], seq=r[1], type=r[2], round=r[3], node_id=r[4], data=json.loads(r[5]), ts=r[6])
-            for r in rows
-        ]
+        return [event_from_row(row) for row in rows]
 
     # -- leases ----------------------------------------------------------------------------------
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from executors.stores.errors import QuotaExceeded, RunBusy, StoredBytesQuota, StoredRunsQuota, TooManyActiveRuns
-from executors.stores.records import Lease, RunRecord, TenantQuota, TenantUsage
+from executors.stores.records import Lease, RunEvent, RunRecord, RunStatus, TenantQuota, TenantUsage, dumps
 from planner.plan import Plan
 
 EVENT_OVERHEAD_BYTES = 64  # seq, type, round, node id, timestamp of one event row
@@ -110,6 +111,60 @@ def run_from_row(row: Any, now: float) -> RunRecord:
     )
 
 
+EVENT_COLUMNS = "run_id, seq, type, round, node_id, data_json, ts"
+
+
+def event_from_row(row: Any) -> RunEvent:
+    """An `EVENT_COLUMNS` row as an event."""
+    return RunEvent(
+        run_id=row[0], seq=row[1], type=row[2], round=row[3], node_id=row[4], data=json.loads(row[5]), ts=row[6]
+    )
+
+
+@dataclass(frozen=True)
+class RunUpdate:
+    """The SET part of `update_run` in a backend's placeholder style, and what it adds to `runs.bytes`."""
+
+    assignments: list[str]
+    values: list[Any]
+    plan_json: str | None
+    added_bytes: int
+
+
+def run_update(
+    mark: str,
+    *,
+    status: RunStatus | None,
+    plan: Plan | None,
+    round_: int | None,
+    replans: int | None,
+    error: dict[str, Any] | None,
+) -> RunUpdate:
+    assignments: list[str] = []
+    values: list[Any] = []
+    plan_json = None if plan is None else plan.model_dump_json()
+    error_json = dumps(error)
+    for column, value in (
+        ("status", status),
+        ("round", round_),
+        ("replans", replans),
+        ("plan_json", plan_json),
+        ("error_json", error_json),
+    ):
+        if value is not None:
+            assignments.append(f"{column} = {mark}")
+            values.append(value)
+    return RunUpdate(assignments, values, plan_json, 2 * text_bytes(plan_json) + text_bytes(error_json))
+
+
+def results_query(mark: str, run_id: str, round_: int | None) -> tuple[str, tuple[Any, ...]]:
+    """Node results of a run (one round, or all), in commit order."""
+    query = f"SELECT result_json FROM node_results WHERE run_id = {mark}"
+    if round_ is None:
+        return query + " ORDER BY round, committed_at, node_id", (run_id,)
+    return query + f" AND round = {mark} ORDER BY round, committed_at, node_id", (run_id, round_)
+
+
 def lease_fields(lease: Lease) -> tuple[str, str, str, int]:
     """Parameters of the fence `run_id, tenant, lease_owner, lease_epoch`, in that order."""
     return (lease.run_id, lease.tenant, lease.owner, lease.epoch)
@@ -152,9 +207,7 @@ def result_bytes(result_json: str, output_json: str | None) -> int:
     return text_bytes(result_json) + text_bytes(output_json)
 
 
-def runs_to_purge(
-    old: Iterable[tuple[str, int]], total: int, max_total_bytes: int
-) -> tuple[dict[str, int], int]:
+def runs_to_purge(old: Iterable[tuple[str, int]], total: int, max_total_bytes: int) -> tuple[dict[str, int], int]:
     """Runs past the age limit (id → bytes), and how many bytes must still go for the size limit."""
     doomed = {run_id: int(size) for run_id, size in old}
     return doomed, total - sum(doomed.values()) - max_total_bytes

@@ -10,7 +10,6 @@ migrations, the worker thread) is `SqliteFile`.
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -35,14 +34,18 @@ from executors.stores.records import (
     dumps,
 )
 from executors.stores.sql import (
+    EVENT_COLUMNS,
     EVENT_OVERHEAD_BYTES,
     SELECT_RUN,
     add_oldest,
     busy_error,
+    event_from_row,
     lease_fields,
     quota_error,
     result_bytes,
+    results_query,
     run_from_row,
+    run_update,
     runs_to_purge,
     text_bytes,
 )
@@ -154,30 +157,21 @@ class SqliteRunStore(RunStore):
         replans: int | None = None,
         error: dict[str, Any] | None = None,
     ) -> RunRecord:
+        update = run_update("?", status=status, plan=plan, round_=round_, replans=replans, error=error)
+
         def go() -> RunRecord:
             now = self._clock()
-            sets: list[str] = []
-            values: list[Any] = []
-            for column, value in (("status", status), ("round", round_), ("replans", replans)):
-                if value is not None:
-                    sets.append(f"{column} = ?")
-                    values.append(value)
-            plan_json = None if plan is None else plan.model_dump_json()
-            if plan_json is not None:
-                sets.append("plan_json = ?")
-                values.append(plan_json)
-            if error is not None:
-                sets.append("error_json = ?")
-                values.append(dumps(error))
-            added = 2 * text_bytes(plan_json) + text_bytes(dumps(error))
             with self._tx() as cur:
-                self._fence(cur, lease, now, added)
-                if sets:
-                    cur.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ?", (*values, lease.run_id))
-                if plan_json is not None and round_ is not None:
+                self._fence(cur, lease, now, update.added_bytes)
+                if update.assignments:
+                    cur.execute(
+                        f"UPDATE runs SET {', '.join(update.assignments)} WHERE run_id = ?",
+                        (*update.values, lease.run_id),
+                    )
+                if update.plan_json is not None and round_ is not None:
                     cur.execute(
                         "INSERT OR IGNORE INTO run_plans (run_id, round, plan_json, created_at) VALUES (?, ?, ?, ?)",
-                        (lease.run_id, round_, plan_json, now),
+                        (lease.run_id, round_, update.plan_json, now),
                     )
                 row = cur.execute(SELECT_RUN + " WHERE run_id = ?", (lease.run_id,)).fetchone()
             return run_from_row(row, now)
@@ -225,16 +219,12 @@ class SqliteRunStore(RunStore):
         return await self._call(go)
 
     async def results(self, tenant: str, run_id: str, *, round_: int | None = None) -> list[NodeResult]:
-        query = "SELECT result_json FROM node_results WHERE run_id = ?"
-        params: tuple[Any, ...] = (run_id,)
-        if round_ is not None:
-            query += " AND round = ?"
-            params = (run_id, round_)
+        query, params = results_query("?", run_id, round_)
 
         def go() -> list[NodeResult]:
             with self._read() as conn:
                 require_run(conn, tenant, run_id)
-                rows = conn.execute(query + " ORDER BY round, committed_at, node_id", params).fetchall()
+                rows = conn.execute(query, params).fetchall()
             return [NodeResult.model_validate_json(row[0]) for row in rows]
 
         return await self._call(go)
@@ -275,14 +265,10 @@ class SqliteRunStore(RunStore):
             with self._read() as conn:
                 require_run(conn, tenant, run_id)
                 rows = conn.execute(
-                    "SELECT run_id, seq, type, round, node_id, data_json, ts FROM events"
-                    " WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                     (run_id, after, limit),
                 ).fetchall()
-            return [
-                RunEvent(run_id=r[0], seq=r[1], type=r[2], round=r[3], node_id=r[4], data=json.loads(r[5]), ts=r[6])
-                for r in rows
-            ]
+            return [event_from_row(row) for row in rows]
 
         return await self._call(go)
 
