@@ -17,6 +17,7 @@ router = APIRouter()
 async def list_models(request: Request, _: Principal = Depends(principal)) -> dict[str, Any]:
     svc = services(request)
     names = [svc.engine_model] + ([PLANNER_MODEL] if svc.planning_gateway is not None else [])
+    names += [svc.embeddings.model_id] if svc.embeddings is not None else []
     created = int(request.app.state.started_at)
     return {
         "object": "list",
