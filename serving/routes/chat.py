@@ -34,7 +34,10 @@ async def relay(chat: ChatService, body: dict[str, Any], path: str) -> Response:
     return StreamingResponse(chunks(), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-@router.post("/v1/chat/completions", **json_body(ChatCompletionRequest))
+TOOL_CALL_FAILED = {422: "No valid tool call was decoded"}
+
+
+@router.post("/v1/chat/completions", **json_body(ChatCompletionRequest, extra_errors=TOOL_CALL_FAILED))
 async def chat_completions(request: Request, who: Principal = Depends(principal)) -> Response:
     svc = services(request)
     body = parse_model(ChatCompletionRequest, await read_json(request, svc.settings.gateway.max_body_bytes))

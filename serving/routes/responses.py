@@ -10,12 +10,12 @@ from serving.dependencies import parse_model, principal, read_json, services
 from serving.openapi import json_body
 from serving.responses.protocol import ResponsesRequest
 from serving.responses.service import ResponsesService
-from serving.routes.chat import SESSION_HEADER, SSE_HEADERS
+from serving.routes.chat import SESSION_HEADER, SSE_HEADERS, TOOL_CALL_FAILED
 
 router = APIRouter()
 
 
-@router.post("/v1/responses", **json_body(ResponsesRequest, extra_errors={422: "No valid tool call was decoded"}))
+@router.post("/v1/responses", **json_body(ResponsesRequest, extra_errors=TOOL_CALL_FAILED))
 async def create_response(request: Request, who: Principal = Depends(principal)) -> Response:
     svc = services(request)
     body = parse_model(ResponsesRequest, await read_json(request, svc.settings.gateway.max_body_bytes))
