@@ -138,10 +138,11 @@ class ChatService:
         if len(request.messages) > limits.max_messages:
             raise InvalidRequestError(f"at most {limits.max_messages} messages per request", param="messages")
         if request.prompt_chars() > limits.max_prompt_chars:
+            tools_chars = request.prompt_chars() - request.prompt_chars(include_tools=False)
             raise InvalidRequestError(
                 f"the messages and tools hold {request.prompt_chars()} characters; "
                 f"the limit is {limits.max_prompt_chars}",
-                param="messages",
+                param="tools" if tools_chars > limits.max_prompt_chars // 2 else "messages",
                 code="context_length_exceeded",
             )
         self._check_tokens(request.requested_tokens())

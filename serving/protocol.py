@@ -122,9 +122,9 @@ class ChatCompletionRequest(_Public):
             raise ValueError("at most 8 stop sequences")
         return value
 
-    def prompt_chars(self) -> int:
+    def prompt_chars(self, *, include_tools: bool = True) -> int:
         """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`."""
-        tools = len(_compact(self.tools)) if self.tools else 0
+        tools = len(_compact(self.tools)) if self.tools and include_tools else 0
         return tools + sum(message.text_length() + message.tool_calls_length() for message in self.messages)
 
     def uses_tools(self) -> bool:
