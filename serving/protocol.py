@@ -8,7 +8,7 @@ smuggle engine-level options (`cache_salt`, raw grammars) past the gateway's che
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -39,6 +39,9 @@ class _Public(BaseModel):
 
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+StopSequences = str | Annotated[list[str], Field(max_length=8)] | None
 
 
 class TextPart(_Public):
@@ -101,7 +104,7 @@ class ChatCompletionRequest(_Public):
     n: int | None = Field(None, ge=1, le=8)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    stop: str | list[str] | None = None
+    stop: StopSequences = None
     seed: int | None = None
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
@@ -114,13 +117,6 @@ class ChatCompletionRequest(_Public):
     tool_choice: str | dict[str, JsonValue] | None = None
     parallel_tool_calls: bool | None = None
     user: str | None = Field(None, max_length=256)
-
-    @field_validator("stop")
-    @classmethod
-    def _bounded_stop(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, list) and len(value) > 8:
-            raise ValueError("at most 8 stop sequences")
-        return value
 
     def prompt_chars(self, *, include_tools: bool = True) -> int:
         """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`."""
@@ -167,19 +163,12 @@ class CompletionRequest(_Public):
     stream_options: StreamOptions | None = None
     logprobs: int | None = Field(None, ge=0, le=5)
     echo: bool | None = None
-    stop: str | list[str] | None = None
+    stop: StopSequences = None
     seed: int | None = None
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
     logit_bias: dict[str, float] | None = None
     user: str | None = Field(None, max_length=256)
-
-    @field_validator("stop")
-    @classmethod
-    def _bounded_stop(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, list) and len(value) > 8:
-            raise ValueError("at most 8 stop sequences")
-        return value
 
     @field_validator("prompt")
     @classmethod

@@ -123,7 +123,7 @@ class ToolCallDecoder:
             return DecodedTurn([], usage, conversation)
         select = self._prompts.select_turn(min_calls=policy.min_calls, max_calls=policy.max_calls)
         history = [*conversation, {"role": "user", "content": select}, {"role": "assistant", "content": selected}]
-        calls = []
+        calls: list[ToolCall] = []
         for index, name in enumerate(names, start=1):
             history.append({"role": "user", "content": self._prompts.arguments_turn(index, name)})
             arguments, text = await self._arguments(history, name, tools, sampling, usage)
