@@ -37,7 +37,7 @@ CANDIDATES = 6
 def candidates_for(case: NestfulCase, tools: dict[str, dict[str, Any]], seed: int) -> list[dict[str, Any]]:
     """The case's gold tools plus seeded distractors up to CANDIDATES, in a seeded order, as OpenAI
     tools (the planstack `output_schema` extension removed, as a plain OpenAI client sends them)."""
-    gold = list(dict.fromkeys(node["tool"] for node in case.plan["nodes"]))
+    gold = [name for name in dict.fromkeys(node["tool"] for node in case.plan["nodes"]) if name in tools]
     rng = random.Random(seed)
     others = sorted(set(tools) - set(gold))
     names = gold + rng.sample(others, max(0, CANDIDATES - len(gold)))
@@ -74,7 +74,7 @@ def planner_outcome(reply: dict[str, Any], offered: dict[str, dict[str, Any]]) -
 def run(n: int, engine_url: str, port: int) -> dict[str, Any]:
     model = load_profile(load_settings().engine.profile).served_model_name
     tools = {tool["function"]["name"]: tool for tool in load_tools("glaive")}
-    cases = load_cases("glaive", limit=n)
+    cases = [case for case in load_cases("glaive") if all(node["tool"] in tools for node in case.plan["nodes"])][:n]
     gateway = start_gateway(engine_url, port)
     paths = {
         "tool_calls": (model, {"tool_choice": "required"}, tool_call_outcome),

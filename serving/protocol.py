@@ -11,6 +11,7 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -41,7 +42,13 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-StopSequences = str | Annotated[list[str], Field(max_length=8)] | None
+def _at_most_8_stops(value: str | list[str] | None) -> str | list[str] | None:
+    if isinstance(value, list) and len(value) > 8:
+        raise ValueError("at most 8 stop sequences")
+    return value
+
+
+StopSequences = Annotated[str | list[str] | None, AfterValidator(_at_most_8_stops)]
 
 
 class TextPart(_Public):
