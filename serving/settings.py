@@ -126,7 +126,7 @@ class ToolCallSettings(_Section):
         4, ge=1, le=16, description="Most tool calls in one assistant turn when parallel_tool_calls is not false."
     )
     free_string_chars: int = Field(
-        64,
+        32,
         ge=4,
         le=512,
         description="Longest free string argument (one without enum or its own bounded pattern); bounded so that "
@@ -135,7 +135,7 @@ class ToolCallSettings(_Section):
     max_string_chars: int = Field(
         256, ge=4, le=2048, description="Upper bound on a client `maxLength` honoured in the grammar."
     )
-    max_array_items: int = Field(8, ge=1, le=64, description="maxItems of an array argument without a smaller one.")
+    max_array_items: int = Field(4, ge=1, le=64, description="maxItems of an array argument without a smaller one.")
     number_max_digits: int = Field(9, ge=1, le=18, description="Digits of the integer part of a numeric argument.")
     enum_range_max: int = Field(
         64, ge=0, le=512, description="An integer argument with minimum and maximum this close is decoded as an enum."

@@ -205,9 +205,9 @@ def test_decoding_schema_is_bounded_and_its_max_tokens_covers_it() -> None:
                                           "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["q"]}  # fmt: skip
     )
     assert schema["properties"]["n"] == {"anyOf": [{"enum": [1, 2, 3, 4, 5]}, {"type": "null"}]}
-    assert "maxLength" not in json.dumps(schema) and schema["properties"]["tags"]["anyOf"][0]["maxItems"] == 8
+    assert "maxLength" not in json.dumps(schema) and schema["properties"]["tags"]["anyOf"][0]["maxItems"] == 4
     worst = grammar.worst_case_chars(schema)
     assert worst is not None and grammar.max_tokens(schema) >= worst
-    longest = {"q": "x" * 64, "n": 5, "tags": ["y" * 64] * 8}
+    longest = {"q": "x" * 32, "n": 5, "tags": ["y" * 32] * 4}
     assert len(json.dumps(longest)) <= worst
     assert drop_unset({"q": "a", "n": None, "tags": None}, {"properties": {"q": {}, "n": {}, "tags": {}}, "required": ["q"]}) == {"q": "a"}
