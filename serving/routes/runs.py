@@ -14,6 +14,7 @@ from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_json, services
 from serving.errors import error_body
 from serving.followers import FollowerStream
+from serving.openapi import error_responses, json_body
 from serving.planning import RUN_ID_PATTERN, RunCreate, store_unavailable
 from serving.routes.chat import SESSION_HEADER
 
@@ -21,7 +22,17 @@ router = APIRouter()
 RunId = Path(pattern=RUN_ID_PATTERN, max_length=48)
 
 
-@router.post("/v1/runs")
+@router.post(
+    "/v1/runs",
+    **json_body(
+        RunCreate,
+        extra_errors={
+            413: "Body over `gateway.max_body_bytes`, or plan over `runs.max_plan_*` (`plan_too_large`)",
+            422: "No valid plan could be produced",
+            429: "A per-tenant run quota (`too_many_active_runs`, `stored_runs_quota`, `stored_bytes_quota`)",
+        },
+    ),
+)
 async def create_run(request: Request, who: Principal = Depends(principal)) -> JSONResponse:
     svc = services(request)
     body = parse_model(RunCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
@@ -30,19 +41,25 @@ async def create_run(request: Request, who: Principal = Depends(principal)) -> J
     return JSONResponse(payload, status_code=200 if body.wait else 202)
 
 
-@router.get("/v1/runs/{run_id}")
+@router.get("/v1/runs/{run_id}", responses=error_responses(401, 404, 503))
 async def get_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
     view = await services(request).runs().get(who, run_id)
     return view.model_dump(mode="json")
 
 
-@router.post("/v1/runs/{run_id}/resume")
+@router.post(
+    "/v1/runs/{run_id}/resume",
+    responses=error_responses(401, 404, 503, extra={409: "A live driver executes the run (`Retry-After`)"}),
+)
 async def resume_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
     view = await services(request).runs().resume(who, run_id)
     return view.model_dump(mode="json")
 
 
-@router.get("/v1/runs/{run_id}/events")
+@router.get(
+    "/v1/runs/{run_id}/events",
+    responses=error_responses(401, 404, 503, extra={429: "Too many event streams for this tenant or gateway"}),
+)
 async def run_events(
     request: Request,
     run_id: str = RunId,
