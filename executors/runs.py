@@ -6,7 +6,12 @@ is injected, it is asked for a new plan (at most `max_replans` times) and the ne
 reusing every earlier result whose (tool, version, arguments) match. Every node result is committed
 to the `RunStore` before its dependants are dispatched, and every step is an event in the run's
 ordered log, so a run interrupted by a crash is resumed from the store without redoing finished
-nodes, and `events()` can replay a run and then follow it live.
+nodes, and `events()` can replay a run and then follow it live, from any process on the store.
+
+A run is driven only by the process holding its lease (`executors.leases`): `start` creates the run
+leased to this process, `resume` and `take_over` acquire an expired lease (`RunBusy` while another
+driver lives), every write is fenced on the lease, and a driver whose lease was taken stops.
+Per-tenant quotas and size caps (`executors.quotas`) are checked before anything is written.
 
 The run ends `failed` with a structured explanation (`{"error", "type", "retryable", "failures"}`)
 when: no replanner is injected (`node_failed`), the step or time cap is hit (`step_cap`,
@@ -28,8 +33,9 @@ from pydantic import BaseModel, ConfigDict
 
 from executors.context import set_run_tenant
 from executors.errors import RunNotFound, structured_error
+from executors.failures import failure_list, failure_signature, failure_summary
 from executors.leases import LeaseKeeper, default_replica_id
-from executors.observation import NodeResult, canonical_json
+from executors.observation import NodeResult
 from executors.quotas import PlanTooLarge, cap_output, check_plan_size, tenant_quota
 from executors.scheduler import DagScheduler, ReuseKey, RoundOutcome, reuse_key
 from executors.stores import (
@@ -367,8 +373,8 @@ class RunService:
             return structured_error(
                 f"re-plan budget spent ({self.config.max_replans}); last failure: {what}", "replans_exhausted"
             )
-        seen = {_failure_signature(r) for r in earlier if r.round < record.round and r.status == "failed"}
-        now = {_failure_signature(r) for r in outcome.results.values() if r.status == "failed"}
+        seen = {failure_signature(r) for r in earlier if r.round < record.round and r.status == "failed"}
+        now = {failure_signature(r) for r in outcome.results.values() if r.status == "failed"}
         if now and now <= seen:
             return structured_error(f"the new plan failed exactly as before: {what}", "repeated_failure")
         return None
@@ -425,30 +431,3 @@ class _RunObserver:
         }
         await service.emit(self._live, type_, round_=stored.round, node_id=stored.node_id, data=data)
         return stored
-
-
-def failure_list(outcome: RoundOutcome) -> list[dict[str, Any]]:
-    """Nodes that failed or were skipped in a round, root causes (failed) first."""
-    rows = [r for r in outcome.results.values() if r.status != "succeeded"]
-    rows.sort(key=lambda r: (r.status != "failed", r.node_id))
-    return [{"node_id": r.node_id, "tool": r.tool, "status": r.status, "error": r.error} for r in rows]
-
-
-def failure_summary(plan: Plan, outcome: RoundOutcome) -> str:
-    """What went wrong, for the planner: one line per failed or skipped node, bounded."""
-    lines = [f"Round {outcome.round} failed; nodes without output: {', '.join(outcome.lost) or 'none'}."]
-    if outcome.stop is not None:
-        lines.append(f"Stopped: {outcome.stop['error']}")
-    for result in sorted(outcome.results.values(), key=lambda r: r.node_id):
-        if result.status == "succeeded":
-            continue
-        args = ""
-        if result.args is not None:
-            text = canonical_json(result.args)
-            args = " args=" + (text if len(text) <= 160 else text[:159] + "…")
-        lines.append(f"- {result.node_id} {result.tool}: {result.summary}{args}")
-    return "\n".join(lines)[:2000]
-
-
-def _failure_signature(result: NodeResult) -> tuple[str, str, str]:
-    return (result.tool, str((result.error or {}).get("type", "")), result.input_hash or "")
