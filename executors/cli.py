@@ -135,7 +135,7 @@ def _fail(console: Console, message: str) -> NoReturn:
 
 def _open_store(console: Console, store: str | None, config: RunsConfig | None) -> RunStore:
     try:
-        return open_run_store(store or default_store(), config=config)
+        return open_run_store(store or (config and config.store_url) or default_store(), config=config)
     except (ValueError, RunStoreError) as exc:
         _fail(console, str(exc))
 
