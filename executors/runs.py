@@ -142,6 +142,22 @@ class RunService:
         self._launch(lease, resumed=False)
         return run_id
 
+    async def record_no_plan(self, tenant: str, request: str, reason: str) -> str:
+        """Record a run whose request no tool fits: it ends at once as `no_plan`, with the reason."""
+        run_id = self._new_id()
+        lease = await self.store.create_run(
+            RunRecord(run_id=run_id, tenant=tenant, request=request, plan=Plan()),
+            owner=self.replica_id,
+            ttl_s=self.runs_config.lease_ttl_s,
+            quota=tenant_quota(self.runs_config),
+        )
+        error = structured_error(reason[:500], "no_plan")
+        await self.store.append_event(lease, "run_started", round_=0, data={"nodes": 0})
+        await self.store.update_run(lease, status="no_plan", error=error)
+        await self.store.append_event(lease, "run_finished", round_=0, data={"status": "no_plan", "error": error})
+        await self.store.release_lease(lease)
+        return run_id
+
     async def run(self, tenant: str, request: str, plan: Plan) -> RunView:
         """Start a run and wait for its end."""
         return await self.wait(tenant, await self.start(tenant, request, plan))

@@ -114,9 +114,11 @@ class PlannerConfig(BaseModel):
         "values), 'free' (the schema's values only; candidates are shown in the prompt).",
     )
     tool_choice: ToolChoice = Field(
-        default="model",
-        description="'model': the model writes the tool sequence (stage 1) with the proposal as a hint; "
-        "'proposal': the embedding proposal is used as is (no stage-1 call; reported as such).",
+        default="proposal",
+        description="'model': the model writes the tool sequence (stage 1) with the proposal as a hint (strong "
+        "models: configs/profiles/phi3-mini-gpu.yaml); 'proposal': the embedding proposal of planner/selection.py "
+        "is the sequence and the model writes the arguments (the default: SmolLM2-135M, given the proposal, "
+        "still pads its tool lists to max_nodes; measured in benchmarks/results/planner.md).",
     )
     argument_hints: bool = Field(
         default=True,

@@ -90,6 +90,7 @@ class ToolSelector:
         order = list(np.argsort(-best, kind="stable"))
         keep = sorted(order[:limit])  # catalog order: a stable prompt for the same catalog
         shortlist = catalog if len(catalog) <= limit else catalog.subset([names[i] for i in keep])
+        steps, per_step = self._merge_implicit(steps, per_step, names)
         hints = self._hints(steps, per_step, names, set(shortlist.names()))
         sequence = self._with_prerequisites([h.tool for h in hints if h.tool], shortlist)
         top = float(per_step.max()) if per_step.size else 0.0
@@ -103,6 +104,25 @@ class ToolSelector:
             step_scores={names[j]: [float(per_step[i, j]) for i in range(len(steps))] for j in range(len(names))},
             no_fit=max(top, float(whole.max()) if whole.size else 0.0) < self.config.no_fit_below,
         )
+
+    def _merge_implicit(
+        self, steps: list[Step], per_step: np.ndarray, names: list[str]
+    ) -> tuple[list[Step], np.ndarray]:
+        """An implicit step stays a step only when its best tool fits it (step_min) and differs from
+        the best tool of the step before; otherwise it is part of that step."""
+        kept: list[int] = []
+        merged: list[Step] = []
+        for i, step in enumerate(steps):
+            best = int(np.argmax(per_step[i])) if per_step.size else 0
+            if step.implicit and merged:
+                before = int(np.argmax(per_step[kept[-1]]))
+                if per_step[i, best] < self.config.step_min or best == before:
+                    last = merged[-1]
+                    merged[-1] = Step(last.text, last.start, step.end, last.implicit)
+                    continue
+            kept.append(i)
+            merged.append(step)
+        return merged, per_step[kept] if kept else per_step
 
     def _hints(self, steps: list[Step], per_step: np.ndarray, names: list[str], allowed: set[str]) -> list[StepHint]:
         hints: list[StepHint] = []

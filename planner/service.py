@@ -68,7 +68,10 @@ class Attempt:
         return self.tools_from == "skeleton"
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """Everything but the grammars themselves (kept for benchmarks, too large for API answers)."""
+        out = dict(self.__dict__)
+        out["call_timings"] = [{k: v for k, v in t.items() if k != "schema"} for t in self.call_timings]
+        return out
 
 
 @dataclass

@@ -3,7 +3,9 @@
 "Calculate a 20% tip on $100, create an invoice for John Doe, then encrypt the invoice id" → three
 steps. Sentences are split first, then at sequencing connectives ("then", "after that", "finally"),
 then before a comma or "and" that is followed by an action verb. A piece that does not start with an
-action verb ("I will pick it up at 7:00 AM") is context for the step before it, not a step of its own.
+action verb ("I will pick it up at 7:00 AM") is context for the step before it, not a step of its own;
+one that starts with a determiner ("..., a hotel near the lake and the weather there") is an *implicit*
+step, which planner/selection.py keeps only when a tool of its own fits it.
 The verbs are `planner.lexicon.ACTION_VERBS` plus the first word of every tool name in the catalog
 ("reserve_car" adds "reserve"), so a user's own vocabulary counts.
 
@@ -25,6 +27,8 @@ _CONNECTIVE = re.compile(
     r"followed\s+by|as\s+well\s+as|once\s+(?:that\s+is|it\s+is)\s+done)\b\s*,?",
     re.I,
 )
+_DETERMINERS = frozenset(("the", "a", "an", "some", "any"))
+_BEFORE_NOUN_PHRASE = re.compile(r"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:the|a|an|some|any)\s)", re.I)
 MAX_STEPS = 12
 
 
@@ -33,6 +37,7 @@ class Step:
     text: str
     start: int
     end: int
+    implicit: bool = False  # a verbless "and the weather there": a step only if a tool of its own fits it
 
 
 def tool_verb(name: str) -> str:
@@ -47,7 +52,7 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
     verb_alt = "|".join(sorted(verbs, key=len, reverse=True))
     before_verb = re.compile(rf"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:please\s+)?(?:{verb_alt})\b)", re.I)
     steps: list[Step] = []
-    for start, piece in _pieces(request, [_SENTENCE, _CONNECTIVE, before_verb]):
+    for start, piece in _pieces(request, [_SENTENCE, _CONNECTIVE, before_verb, _BEFORE_NOUN_PHRASE]):
         text = piece.strip(" ,.;:!?")
         lead = POLITE_PREFIX.match(text)
         offset = piece.find(text) + (lead.end() if lead else 0)
@@ -55,7 +60,11 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
         if not text:
             continue
         first = re.match(r"[A-Za-z]+", text)
-        if steps and (first is None or first.group(0).lower() not in verbs):
+        word = first.group(0).lower() if first else ""
+        if steps and word in _DETERMINERS:
+            steps.append(Step(text, start + offset, start + offset + len(text), implicit=True))
+            continue
+        if steps and word not in verbs:
             last = steps[-1]
             steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
             continue

@@ -84,6 +84,7 @@ NUMBER = re.compile(
 )
 CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])|\b[A-Z]{2,}-[A-Z0-9]+\b")
 CAPITALISED = re.compile(r"\b[A-Z][\w'&.-]*(?:\s+(?:of|de|the|and|&|du|la|von)\s+[A-Z][\w'&.-]*|\s+[A-Z][\w'&.-]*)*")
+EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")
 
 _LEAD_SKIP = frozenset(
@@ -97,7 +98,7 @@ class Candidate:
     """One value the request offers; `start`..`end` is where it was written (-1 when derived)."""
 
     value: Any
-    kind: str  # quoted, list, object, email, url, phone, date, datetime, time, number, code, phrase, ngram
+    kind: str  # quoted, list, object, email, url, phone, date, datetime, time, expression, number, code, phrase, ngram
     start: int
     end: int
     cue: str = ""  # the few words just before it ("tax rate of")
@@ -202,6 +203,11 @@ def extract(request: str, today: date) -> RequestValues:
             normal = _time_normal(written)
             if normal and normal != written:
                 found.append(Candidate(normal, "time", -1, -1))
+            claim(m.start(), m.end())
+    for m in EXPRESSION.finditer(request):
+        text = m.group(0)
+        if free(m.start(), m.end()) and not SLASH_DATE.fullmatch(text) and not PHONE.fullmatch(text):
+            found.append(Candidate(text, "expression", m.start(), m.end()))
             claim(m.start(), m.end())
     for m in PHONE.finditer(request):
         text = m.group(0)

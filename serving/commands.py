@@ -69,6 +69,9 @@ def plan_command(
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
+    if result["plan"] is None:  # a valid answer: nothing in the catalog fits
+        typer.echo(f"no plan: {result.get('reason')}")
+        return
     typer.echo(render_tree(Plan.model_validate(result["plan"])))
     typer.echo(json.dumps(result["plan"], ensure_ascii=False))
     reason = f" ({result['fallback_reason']})" if result.get("fallback_reason") else ""
@@ -81,6 +84,9 @@ def plan_command(
 async def _plan_for_run(request: str) -> Plan:
     result = await plan_request(request, tenant="default")
     typer.echo(f"planned via {result['path']} in {result['timings'].get('total_s', 0):.1f} s", err=True)
+    if result["plan"] is None:
+        typer.echo(f"no plan: {result.get('reason')}", err=True)
+        raise typer.Exit(0)
     return Plan.model_validate(result["plan"])
 
 

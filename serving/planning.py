@@ -148,7 +148,8 @@ class PlanningGateway:
         if not user or not (text := _text(user[-1].content)).strip():
             raise InvalidRequestError("the planner model needs a user message with the request", param="messages")
         result = await self.plan(text, who, session, body.tools)
-        content = json.dumps(result.plan.model_dump(exclude_none=True), separators=(",", ":"))
+        plan = result.plan.model_dump(exclude_none=True) if result.plan is not None else {"nodes": []}
+        content = json.dumps(plan, separators=(",", ":"))
         return {
             "id": "chatcmpl-" + uuid.uuid4().hex[:24],
             "object": "chat.completion",
@@ -158,7 +159,7 @@ class PlanningGateway:
                 {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
             ],
             "usage": result.usage,
-            "planstack": {"path": result.path, "fallback_reason": result.fallback_reason},
+            "planstack": {"path": result.path, "fallback_reason": result.fallback_reason, "reason": result.reason},
         }
 
 
@@ -206,13 +207,17 @@ class RunGateway:
 
     async def create(self, body: RunCreate, who: Principal, session: str | None) -> tuple[RunView, dict[str, Any]]:
         planned: dict[str, Any] = {"path": "given"}
+        plan: Plan | None = body.plan
         if body.plan is None:
             result = await self._planning.plan(body.request, who, session)
-            plan, planned = result.plan, {"path": result.path, "fallback_reason": result.fallback_reason}
+            plan = result.plan
+            planned = {"path": result.path, "fallback_reason": result.fallback_reason, "reason": result.reason}
         else:
             self._planning.check_plan(body.plan)
-            plan = body.plan
         with run_errors():
+            if plan is None:  # no tool fits: the run ends at once as `no_plan`, with the reason
+                run_id = await self.runs.record_no_plan(who.tenant, body.request, planned.get("reason") or "no plan")
+                return await self.get(who, run_id), planned
             run_id = await self.runs.start(who.tenant, body.request, plan)
             view = await self.runs.wait(who.tenant, run_id) if body.wait else await self.get(who, run_id)
         return view, planned

@@ -16,6 +16,7 @@ from executors.tools import KnowledgeSearch, default_registry
 from planner.catalog import ToolCatalog
 from planner.llm import VLLMChatClient
 from planner.service import PlannerService
+from planner.similarity import CachedEmbedder
 from serving.settings import Settings
 
 
@@ -47,10 +48,19 @@ def knowledge_for(settings: Settings) -> KnowledgeSearch | None:
     return knowledge if knowledge.collections() else None
 
 
+def planner_embedder(settings: Settings) -> CachedEmbedder:
+    """The packaged MiniLM (loaded on first use) for tool selection and demonstration retrieval."""
+    from retrieval.embedder import SentenceTransformerEmbedder
+
+    return CachedEmbedder(SentenceTransformerEmbedder.from_config(settings.retrieval))
+
+
 def build_domain(settings: Settings, *, engine_model: str, http: httpx.AsyncClient) -> Domain:
     registry = default_registry(knowledge=knowledge_for(settings))
     llm = VLLMChatClient(
         settings.engine.base_url, engine_model, http, timeout_s=settings.engine.request_timeout_s
     )
-    planner = PlannerService.from_config(settings.planner, llm=llm, catalog=catalog_of(registry))
+    planner = PlannerService.from_config(
+        settings.planner, llm=llm, catalog=catalog_of(registry), embedder=planner_embedder(settings)
+    )
     return Domain(planner=planner, registry=registry, run_store_path=settings.home / "runs.sqlite3")

@@ -20,7 +20,7 @@ from planner.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAVEL = ROOT / "benchmarks" / "datasets" / "travel_meeting.jsonl"
-DEMONSTRATIONS = ROOT / "configs" / "planner" / "demonstrations.jsonl"
+DEMONSTRATIONS = ROOT / "configs" / "packs" / "travel" / "demonstrations.jsonl"
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,7 @@ def build_service(
     base: PlannerConfig, dataset: Dataset, variant: str, llm: PlannerLLM, demos: ExampleIndex
 ) -> PlannerService:
     catalog = demo_domain_catalog() if dataset.tools is None else ToolCatalog.from_openai(dataset.tools)
-    service = PlannerService.from_config(planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos)
-    if dataset.tools is not None:
-        service.business_rules = []  # the configured business rules are the demo domain's
-    return service
+    return PlannerService.from_config(planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos)
 
 
 class ServicePlanner:
@@ -85,7 +82,7 @@ class ServicePlanner:
             return Outcome(None, "failed", time.perf_counter() - start, tokens, len(exc.attempts), exc.reason[:300])
         return Outcome(
             result.plan,
-            result.path,
+            result.path if result.plan is not None else "no_plan",
             time.perf_counter() - start,
             result.usage["completion_tokens"],
             len(result.attempts),
@@ -119,7 +116,7 @@ class GatewayPlanner:
         data = response.json()
         usage = data.get("usage") or {}
         return Outcome(
-            Plan.model_validate(data["plan"]),
+            Plan.model_validate(data["plan"]) if data.get("plan") is not None else None,
             str(data.get("path", "model")),
             latency,
             int(usage.get("completion_tokens", 0)),

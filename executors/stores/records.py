@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.plan import Plan
 
-RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
+RunStatus = Literal["running", "succeeded", "failed", "interrupted", "no_plan"]
 EventType = Literal[
     "run_started",
     "node_started",
@@ -21,7 +21,7 @@ EventType = Literal[
     "replan",
     "run_finished",
 ]
-TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed"})
+TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "no_plan"})
 
 
 class RunRecord(BaseModel):

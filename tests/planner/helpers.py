@@ -9,7 +9,7 @@ from planner.catalog import ToolCatalog
 from planner.config import CONFIG_DIR
 from planner.plan import Plan
 
-DEMO_TOOLS: list[dict[str, Any]] = json.loads((CONFIG_DIR / "planner" / "demo_catalog.json").read_text())
+DEMO_TOOLS: list[dict[str, Any]] = json.loads((CONFIG_DIR / "packs" / "travel" / "catalog.json").read_text())
 
 
 def demo_catalog() -> ToolCatalog:

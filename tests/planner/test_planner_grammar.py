@@ -1,88 +1,142 @@
+"""The grammars: every value the tool's JSON Schema allows is decodable, structure is enforced."""
+
 from __future__ import annotations
 
-import json
+from datetime import date
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
+from planner.catalog import ToolCatalog, ToolDef
 from planner.config import GrammarConfig
-from planner.grammar import SchemaBuilder, max_tokens_for, reference_pattern
+from planner.grammar import SchemaBuilder, Upstream, ValueContext, max_tokens_for, unwrap_other, worst_case_chars
+from planner.values import extract
 from tests.planner.helpers import demo_catalog
 
+TODAY = date(2026, 12, 1)
+EVERY_TYPE = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string"},
+        "count": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "flag": {"type": "boolean"},
+        "mode": {"type": "string", "enum": ["fast", "slow"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "window": {"type": "object", "properties": {"start": {"type": "string"}, "end": {"type": "string"}}},
+        "note": {"type": "string"},
+    },
+    "required": ["title", "count", "ratio", "flag", "mode", "tags", "window"],
+}
 
-def accepts(schema: dict[str, object], value: object) -> bool:
+
+def tool(parameters: dict[str, Any], name: str = "do_it", output: dict[str, Any] | None = None) -> ToolDef:
+    function: dict[str, Any] = {"name": name, "description": "", "parameters": parameters}
+    if output is not None:
+        function["output_schema"] = output
+    return ToolCatalog.from_openai([{"type": "function", "function": function}]).get(name)
+
+
+def accepts(schema: dict[str, Any], value: Any) -> bool:
     return Draft202012Validator(schema).is_valid(value)
 
 
-def test_tools_schema_allows_only_catalog_names_and_bounded_length() -> None:
+def detour(value: Any, key: str = "") -> Any:
+    """Every free string/number leaf (not enums, booleans, nulls) written as {"other": leaf}."""
+    if isinstance(value, dict):
+        return {k: detour(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [detour(v, key) for v in value]
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool) and key != "mode":
+        return {"other": value}
+    return value
+
+
+GOOD = {
+    "title": "Ünïcode & MiXeD case: 100% / ok?",
+    "count": -42,
+    "ratio": -0.125,
+    "flag": False,
+    "mode": "slow",
+    "tags": ["a", "B c"],
+    "window": {"start": "2021-03-03", "end": None},
+    "note": None,
+}
+
+
+@pytest.mark.parametrize("grounding", ["free", "hybrid", "grounded"])
+def test_every_json_schema_type_is_decodable_in_every_grounding_mode(grounding: str) -> None:
+    values = extract("Plan 'Weekly sync' for 3 people at 0.5 ratio", TODAY)
+    schema = SchemaBuilder(GrammarConfig(), 6).args_schema(tool(EVERY_TYPE), ValueContext(grounding, values))  # type: ignore[arg-type]
+    # Grounded mode takes values outside the request's candidates through the {"other": ...} detour.
+    wrapped = detour(GOOD) if grounding == "grounded" else GOOD
+    assert accepts(schema, wrapped)
+    assert unwrap_other(wrapped) == GOOD
+    assert accepts(schema, {**wrapped, "title": "Weekly sync", "count": 3})  # request values, as they are
+    assert not accepts(schema, {**wrapped, "extra": 1})  # unknown argument
+    assert not accepts(schema, {k: v for k, v in wrapped.items() if k != "title"})  # missing argument
+    assert not accepts(schema, {**wrapped, "mode": "medium"})  # enum kept
+    assert not accepts(schema, {**wrapped, "flag": "yes"})  # type kept
+    assert not accepts(schema, {**wrapped, "tags": ["x"] * 7})  # bounded array
+    assert not accepts(schema, {**wrapped, "title": {"other": "x" * 65}} if grounding == "grounded" else {**wrapped, "title": "x" * 65})
+
+
+def test_grounded_mode_offers_the_request_values_first_and_free_text_only_as_a_detour() -> None:
+    values = extract("Send 'Hello John' to +1 555-123-4567 on March 3, 2021", TODAY)
+    parameters = {"type": "object", "properties": {"message": {"type": "string"}, "day": {"type": "string"}}, "required": ["message", "day"]}
+    schema = SchemaBuilder(GrammarConfig(), 6).args_schema(tool(parameters), ValueContext("grounded", values))
+    assert accepts(schema, {"message": "Hello John", "day": "March 3, 2021"})
+    assert accepts(schema, {"message": "Hello John", "day": "2021-03-03"})  # the year as written survives
+    assert not accepts(schema, {"message": "Hello Jane", "day": "2021-03-03"})
+    assert accepts(schema, {"message": {"other": "Hello Jane"}, "day": "2021-03-03"})
+
+
+def test_references_whole_output_without_schema_and_typed_fields_with_one() -> None:
+    plain = tool({"type": "object", "properties": {"q": {"type": "string"}}}, "search")
+    typed = tool(
+        {"type": "object", "properties": {"q": {"type": "string"}}},
+        "quote",
+        {"type": "object", "properties": {"total": {"type": "number"}, "label": {"type": "string"}}},
+    )
+    consumer = tool({"type": "object", "properties": {"amount": {"type": "number"}, "text": {"type": "string"}}, "required": ["amount", "text"]})
+    context = ValueContext("free", upstream=[Upstream("n1", plain), Upstream("n2", typed)])
+    schema = SchemaBuilder(GrammarConfig(), 6).args_schema(consumer, context)
+    assert accepts(schema, {"amount": "$n2.total", "text": "$n1"})
+    assert accepts(schema, {"amount": "$n1", "text": "$n2.label"})
+    assert not accepts(schema, {"amount": "$n2.label", "text": "x"})  # a string field for a number
+    assert not accepts(schema, {"amount": "$n3", "text": "x"})  # not upstream
+
+
+def test_a_client_pattern_never_enters_the_grammar() -> None:
+    parameters = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a|a)*$"}}, "required": ["code"]}
+    schema = SchemaBuilder(GrammarConfig(), 6).args_schema(tool(parameters), ValueContext("free"))
+    assert "(a|a)" not in str(schema)
+
+
+def test_tools_schema_can_say_no_tool_fits() -> None:
+    builder = SchemaBuilder(GrammarConfig(), 4)
     catalog = demo_catalog()
-    schema = SchemaBuilder(GrammarConfig(), 4).tools_schema(catalog)
-    assert accepts(schema, {"tools": ["search_flights", "get_weather"]})
-    assert not accepts(schema, {"tools": ["book_rocket"]})
-    assert not accepts(schema, {"tools": ["get_weather"] * 5})
-    assert not accepts(schema, {"tools": []})
-    assert not accepts(schema, {"tools": ["get_weather"], "extra": 1})
+    assert accepts(builder.tools_schema(catalog), {"tools": []})
+    assert not accepts(builder.tools_schema(catalog, allow_empty=False), {"tools": []})
+    assert not accepts(builder.tools_schema(catalog), {"tools": ["book_rocket"]})
+    assert not accepts(builder.tools_schema(catalog), {"tools": ["get_weather"] * 5})
 
 
-def test_args_schema_rules_out_unknown_and_missing_arguments() -> None:
+def test_every_grammar_has_a_bounded_worst_case_and_max_tokens_covers_it() -> None:
+    config = GrammarConfig()
+    values = extract("Plan 'Weekly sync' for 3 people", TODAY)
+    for grounding in ("free", "hybrid", "grounded"):
+        schema = SchemaBuilder(config, 6).args_schema(tool(EVERY_TYPE), ValueContext(grounding, values))  # type: ignore[arg-type]
+        worst = worst_case_chars(schema, config)
+        assert 0 < worst < 4000
+        assert max_tokens_for(schema, config, 4096) >= worst + 1
+
+
+def test_bare_and_one_shot_baseline_grammars() -> None:
     catalog = demo_catalog()
-    schema = SchemaBuilder(GrammarConfig(), 6).args_schema(catalog.get("search_flights"), [])
-    good = {"origin": "Shanghai", "destination": "Hangzhou", "date": "2027-06-20", "max_price": None}
-    assert accepts(schema, good)
-    assert not accepts(schema, {**good, "airline": "X"})  # unknown argument
-    assert not accepts(schema, {k: v for k, v in good.items() if k != "origin"})  # missing required
-    assert not accepts(schema, {**good, "date": "June 20"})  # pattern kept
-    assert not accepts(schema, {**good, "max_price": "cheap"})  # type kept
-    assert not accepts(schema, {**good, "max_price": "$n1.cheapest.price"})  # no upstream: no reference
-
-
-def test_reference_enum_offers_typed_upstream_fields() -> None:
-    catalog = demo_catalog()
-    upstream = [catalog.get("search_flights"), catalog.get("search_hotels")]
-    schema = SchemaBuilder(GrammarConfig(), 6).args_schema(catalog.get("check_budget"), upstream)
-    assert accepts(schema, {"amounts": ["$n1.cheapest.price", "$n2.best.price_per_night", 100], "limit": 5000})
-    assert not accepts(schema, {"amounts": ["$n1.cheapest.airline"], "limit": 5000})  # string field for a number
-    assert not accepts(schema, {"amounts": ["$n3.total"], "limit": 5000})  # not upstream
-    assert not accepts(schema, {"amounts": [1] * 7, "limit": 1})  # bounded array
-
-
-def test_reference_pattern_mode_and_menu_enum() -> None:
-    catalog = demo_catalog()
-    config = GrammarConfig(reference_mode="pattern")
-    schema = SchemaBuilder(config, 6).args_schema(catalog.get("quote_catering"), [catalog.get("search_venues")])
-    assert accepts(schema, {"venue_id": "$n1.best.venue_id", "guests": "$n1.best.capacity", "menu": "premium"})
-    assert not accepts(schema, {"venue_id": "V1", "guests": "$n2.x", "menu": None})
-    assert not accepts(schema, {"venue_id": "V1", "guests": 3, "menu": "sushi"})
-
-
-@pytest.mark.parametrize(("count", "ok", "bad"), [(1, "$n1.a", "$n2.a"), (3, "$n3.b.c", "$n4"), (12, "$n12", "$n13")])
-def test_reference_pattern(count: int, ok: str, bad: str) -> None:
-    schema = {"type": "string", "pattern": reference_pattern(count)}
-    assert accepts(schema, ok) and not accepts(schema, bad)
-
-
-def test_optional_modes() -> None:
-    tool = demo_catalog().get("search_hotels")
-    omit = SchemaBuilder(GrammarConfig(optional_args="omit"), 6).args_schema(tool, [])
-    assert list(omit["properties"]) == ["city", "check_in", "check_out"]
-    optional = SchemaBuilder(GrammarConfig(optional_args="optional"), 6).args_schema(tool, [])
-    assert optional["required"] == ["city", "check_in", "check_out"] and "near" in optional["properties"]
-
-
-def test_one_shot_plan_schema_rejects_unknown_tool_and_argument() -> None:
-    schema = SchemaBuilder(GrammarConfig(), 3).plan_schema(demo_catalog())
-    step = {"tool": "get_weather", "args": {"city": "Hangzhou", "date": "2027-06-20"}}
-    assert accepts(schema, {"steps": [step]})
-    assert not accepts(schema, {"steps": [{**step, "tool": "teleport"}]})
-    assert not accepts(schema, {"steps": [{**step, "args": {**step["args"], "unit": "C"}}]})
-    assert not accepts(schema, {"steps": [step] * 4})
-
-
-def test_schemas_are_deterministic_and_max_tokens_bounded() -> None:
-    catalog = demo_catalog()
-    builder = SchemaBuilder(GrammarConfig(), 6)
-    a = json.dumps(builder.args_schema(catalog.get("search_hotels"), [catalog.get("search_flights")]))
-    b = json.dumps(builder.args_schema(catalog.get("search_hotels"), [catalog.get("search_flights")]))
-    assert a == b
-    assert 8 <= max_tokens_for(json.loads(a), GrammarConfig(), 512) <= 512
-    assert max_tokens_for(builder.plan_schema(catalog), GrammarConfig(), 300) == 300
+    bare = SchemaBuilder.bare_plan_schema(catalog, 3)
+    assert accepts(bare, {"steps": [{"tool": "get_weather", "args": {"anything": [1, 2]}}]})
+    assert not accepts(bare, {"steps": [{"tool": "nope", "args": {}}]})
+    rich = SchemaBuilder(GrammarConfig(), 3).plan_schema(catalog)
+    assert not accepts(rich, {"steps": [{"tool": "get_weather", "args": {"anything": 1}}]})

@@ -161,7 +161,8 @@ def test_injected_instructions_in_a_tool_output_do_not_choose_tools(tmp_path: Pa
         return Echo(label=url, text=INJECTION + "filler " * 600 + RAW_ONLY)
 
     llm = ObedientLLM()
-    planner = PlannerService.from_config(PlannerConfig(strategy="one_shot"), llm=llm, catalog=catalog_of(registry))
+    config = PlannerConfig(strategy="one_shot", fallback_enabled=False)  # the model path alone is under test
+    planner = PlannerService.from_config(config, llm=llm, catalog=catalog_of(registry))
     replanner = TenantReplanner(planner, CacheSalter("tenant", b"s" * 32))
     store = SqliteRunStore(tmp_path / "runs.db")
     service = RunService(store, DagScheduler(registry), replanner=replanner)

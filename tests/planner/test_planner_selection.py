@@ -1,0 +1,89 @@
+"""Tool selection, proposals and drafted arguments with the model-free HashingEmbedder."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date
+from typing import Any
+
+from planner.catalog import ToolCatalog
+from planner.config import SelectionConfig
+from planner.drafting import draft_args
+from planner.grammar import Upstream
+from planner.selection import ToolSelector
+from planner.similarity import CachedEmbedder, HashingEmbedder
+from planner.values import extract
+
+TODAY = date(2026, 12, 1)
+
+
+def fn(name: str, description: str, props: dict[str, Any], required: list[str], output: dict[str, str] | None = None) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": props, "required": required},
+    }
+    if output:
+        function["output_schema"] = {"type": "object", "properties": {k: {"type": v} for k, v in output.items()}}
+    return {"type": "function", "function": function}
+
+
+TOOLS = ToolCatalog.from_openai(
+    [
+        fn("find_cars", "Search rental cars available in a city", {"city": {"type": "string"}, "date": {"type": "string"}}, ["city", "date"], {"car_id": "string", "car_type": "string", "price": "number"}),
+        fn("reserve_car", "Reserve a rental car", {"car_id": {"type": "string"}, "car_type": {"type": "string"}, "date": {"type": "string"}}, ["car_id", "car_type", "date"], {"booking_id": "string"}),
+        fn("translate_text", "Translate text into another language", {"text": {"type": "string"}, "target_language": {"type": "string"}}, ["text", "target_language"], {"translated_text": "string"}),
+        fn("get_song_lyrics", "Get the lyrics of a song", {"title": {"type": "string"}, "artist": {"type": "string"}}, ["title", "artist"], {"lyrics": "string"}),
+        fn("send_sms", "Send an SMS message to a phone number", {"phone_number": {"type": "string"}, "message": {"type": "string"}}, ["phone_number", "message"], {"status": "string"}),
+    ]
+)
+
+
+def select(request: str, limit: int = 8, **config: Any) -> Any:
+    selector = ToolSelector(CachedEmbedder(HashingEmbedder()), SelectionConfig(**config))
+    return asyncio.run(selector.select(request, TOOLS, limit=limit))
+
+
+def test_each_step_gets_its_tool_in_order() -> None:
+    selection = select("Get the lyrics of the song 'Imagine' by 'John Lennon', then translate the lyrics into French")
+    assert selection.sequence == ["get_song_lyrics", "translate_text"]
+    assert not selection.no_fit
+
+
+def test_a_prerequisite_producing_the_required_fields_comes_first() -> None:
+    selection = select("Reserve a rental car in Chicago on 01/10/2024")
+    assert selection.sequence == ["find_cars", "reserve_car"]
+    assert select("Reserve a rental car in Chicago", prerequisites=False).sequence == ["reserve_car"]
+
+
+def test_nothing_fits() -> None:
+    selection = select("zzzz qqqq", no_fit_below=0.2)
+    assert selection.no_fit and selection.sequence == []
+
+
+def test_the_shortlist_keeps_the_best_tools_in_catalog_order() -> None:
+    selection = select("Send an SMS to +1 555-123-4567", limit=2)
+    assert len(selection.shortlist) == 2 and "send_sms" in selection.shortlist.names()
+
+
+def test_draft_takes_named_values_and_the_output_the_step_mentions() -> None:
+    request = "Get the lyrics of 'Imagine' by 'John Lennon', then send the lyrics to the phone number 555-123-4567"
+    values = extract(request, TODAY)
+    lyrics = TOOLS.get("get_song_lyrics")
+    first = draft_args(lyrics, values, (0, 40), [], step=request[:40])
+    assert first["title"] == "Imagine"
+    step = "send the lyrics to the phone number 555-123-4567"
+    start = request.index(step)
+    second = draft_args(TOOLS.get("send_sms"), values, (start, len(request)), [Upstream("n1", lyrics, first)], step=step)
+    assert second == {"phone_number": "555-123-4567", "message": "$n1.lyrics"}
+
+
+def test_draft_reuses_an_earlier_literal_of_the_same_argument_and_refers_to_unknown_fields() -> None:
+    request = "Find a rental car in Chicago on 01/10/2024 and reserve it"
+    values = extract(request, TODAY)
+    found = draft_args(TOOLS.get("find_cars"), values, (0, 42), [], step=request[:42])
+    assert found == {"city": "Chicago", "date": "01/10/2024"}
+    reserve = draft_args(
+        TOOLS.get("reserve_car"), values, (43, len(request)), [Upstream("n1", TOOLS.get("find_cars"), found)], step="reserve it"
+    )
+    assert reserve == {"car_id": "$n1.car_id", "car_type": "$n1.car_type", "date": "01/10/2024"}

@@ -1,0 +1,71 @@
+"""Generic request values (planner/values.py) and steps (planner/steps.py): no domain anywhere."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from planner.steps import split_steps, tool_verb
+from planner.values import extract, rank
+
+TODAY = date(2026, 12, 1)
+
+
+def values_of(request: str) -> list[object]:
+    return [c.value for c in extract(request, TODAY).candidates]
+
+
+def test_dates_keep_the_year_as_written_and_gain_an_iso_form() -> None:
+    found = values_of("Book it for March 3, 2021, then 10/05/2023 and the 10th October 2023; also June 20")
+    assert "March 3, 2021" in found and "2021-03-03" in found
+    assert "10/05/2023" in found and "2023-10-05" in found
+    assert "10th October 2023" in found and "2023-10-10" in found
+    assert "2027-06-20" in found  # no year: the next such day after today
+
+
+def test_numbers_signs_decimals_percent_money_and_words() -> None:
+    found = values_of("A loan of $150,000 at 4.5% for two years, temperature -5 and a bill of 10k")
+    assert 150000 in found and "150000" in found
+    assert 4.5 in found and 0.045 in found
+    assert 2 in found and -5 in found and 10000 in found
+
+
+def test_spans_a_tool_argument_typically_takes() -> None:
+    found = values_of(
+        "Send 'Hello John' to +1 555-123-4567 and bob@example.com, see https://www.example.com/page at 10:00 AM, "
+        "code ABC123, routes ['New York', 'Boston'] and 'Rome', 'Paris', and 'Oslo'"
+    )
+    for value in ("Hello John", "+1 555-123-4567", "bob@example.com", "https://www.example.com/page", "10:00 AM", "ABC123"):
+        assert value in found
+    assert ["New York", "Boston"] in found and ["Rome", "Paris", "Oslo"] in found
+
+
+def test_lowercase_words_and_case_are_offered_as_written() -> None:
+    found = values_of("get the latest technology news and play some jazz music by Miles Davis")
+    assert "technology" in found and "jazz music" in found and "Miles Davis" in found
+
+
+def test_ranking_prefers_the_value_written_after_the_argument_name() -> None:
+    values = extract("Calculate the sales tax on a purchase of $50 with a tax rate of 8%", TODAY)
+    assert rank(values.numbers(), "tax_rate")[0].value in (8, 0.08)
+    assert rank(values.numbers(), "amount", "The purchase amount")[0].value == 50
+
+
+def test_steps_follow_sequencing_words_and_action_verbs() -> None:
+    steps = split_steps(
+        "Calculate a 20% tip on $100, create an invoice for 'John Doe', then encrypt the invoice id. "
+        "After that, send it by SMS and tell me the weather",
+        [tool_verb("Invoices.CreateInvoice")],
+    )
+    assert [s.text.split()[0].lower() for s in steps] == ["calculate", "create", "encrypt", "send", "tell"]
+
+
+def test_context_without_a_verb_joins_the_step_before() -> None:
+    request = "Get me a rental car in Chicago. I will pick it up on 01/01/2024 at 7:00 AM"
+    steps = split_steps(request, ["reserve"])
+    assert len(steps) == 1 and request[steps[0].start : steps[0].end].endswith("7:00 AM")
+
+
+def test_tool_verbs_from_names() -> None:
+    assert tool_verb("Buses.BuyBusTicket") == "buy"
+    assert tool_verb("get_weather") == "get"
+    assert tool_verb("ReserveRestaurant") == "reserve"
