@@ -259,13 +259,13 @@ class SchemaBuilder:
         other = {"type": "object", "properties": {OTHER: free}, "required": [OTHER], "additionalProperties": False}
         return _union([enum, ref_option, other])
 
-    def _free_string(self, schema: Mapping[str, Any]) -> JsonSchema:
+    @staticmethod
+    def _free_string(schema: Mapping[str, Any]) -> JsonSchema:
+        """Any JSON string (escapes included): unbounded in the grammar, sized by max_tokens (GrammarConfig)."""
         fmt = schema.get("format")
-        if fmt in ("date", "date-time", "time", "email", "uri", "uuid"):
+        if fmt in ("date", "date-time", "time", "email", "uuid"):
             return {"type": "string", "format": fmt}
-        longest = min(int(schema.get("maxLength", self.config.free_string_max)), self.config.free_string_max)
-        shortest = min(int(schema.get("minLength", 0)), longest)
-        return {"type": "string", "pattern": f"^{self.config.free_string_class}{{{shortest},{longest}}}$"}
+        return {"type": "string"}
 
     def _candidates(self, slot: _Slot, context: ValueContext, *, want: str, schema: Mapping[str, Any]) -> list[Any]:
         limit = self.config.candidates_per_arg
@@ -377,7 +377,7 @@ def unwrap_other(value: Any) -> Any:
 
 def max_tokens_for(schema: Mapping[str, Any], config: GrammarConfig, cap: int) -> int:
     """`max_tokens` that never cuts the grammar's output: its longest match in characters (a token is at
-    least one character) + the end token; unbounded parts count `string_tokens`; the cap wins above."""
+    least one character) + the end token; an unbounded part counts its token budget; the cap wins above."""
     return max(8, min(cap, worst_case_chars(schema, config) + 2))
 
 
@@ -402,10 +402,10 @@ def worst_case_chars(schema: Mapping[str, Any], config: GrammarConfig) -> int:
         width = pattern_width(schema["pattern"]) if "pattern" in schema else None
         if width is None and "maxLength" in schema and "pattern" not in schema:
             width = int(schema["maxLength"]) * 6  # escapes: \uXXXX
-        return 2 + (width if width is not None else config.string_tokens)
+        return 2 + (width if width is not None else config.free_string_tokens)
     if kind == "integer" and "maxDigits" in schema:
         return 1 + int(schema["maxDigits"])
-    return {"boolean": 5, "null": 4}.get(str(kind), config.string_tokens)
+    return {"boolean": 5, "null": 4}.get(str(kind), config.free_string_tokens)
 
 
 def pattern_width(pattern: str) -> int | None:

@@ -1,4 +1,4 @@
-"""Against the REAL engine (marker `engine`): no mocks of the model here."""
+"""Against the REAL engine (marker `engine`) with the packaged MiniLM: no mocks of the model here."""
 
 from __future__ import annotations
 
@@ -9,48 +9,115 @@ from typing import Any
 import httpx
 import pytest
 
+from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.llm import VLLMChatClient
 from planner.service import PlannerService, PlanResult, demo_catalog
+from planner.similarity import CachedEmbedder
+from planner.validation import with_references
+from tests.planner.test_planner_grammar import EVERY_TYPE
 
 pytestmark = pytest.mark.engine
 
 REQUESTS = [
     "Find flights from Shanghai to Hangzhou on June 20 and the weather in Hangzhou that day.",
     "Find a hotel in Suzhou near Jinji Lake for 2 nights from 2027-05-03.",
-    "Find a venue in Nanjing for 40 people on May 3 and a catering quote for it.",
     "Convert 500 USD to CNY.",
+]
+USER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_song_lyrics",
+            "description": "Get the lyrics of a song",
+            "parameters": {
+                "type": "object",
+                "properties": {"title": {"type": "string"}, "artist": {"type": "string"}},
+                "required": ["title", "artist"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "translate_text",
+            "description": "Translate a text into a language",
+            "parameters": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "target_language": {"type": "string"}},
+                "required": ["text", "target_language"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {"name": "plan_event", "description": "Plan an event with every kind of setting", "parameters": EVERY_TYPE},
+    },
 ]
 
 
-def plan_with(engine_url: str, engine_model: str, request: str, tenant: str = "test", **config: Any) -> PlanResult:
+def plan_with(
+    engine_url: str, engine_model: str, embedder: CachedEmbedder, request: str, tools: Any = None, **config: Any
+) -> PlanResult:
     async def go() -> PlanResult:
         async with httpx.AsyncClient() as http:
             llm = VLLMChatClient(engine_url, engine_model, http, timeout_s=180)
             svc = PlannerService.from_config(
-                PlannerConfig(today=date(2026, 11, 30), **config), llm=llm, catalog=demo_catalog()
+                PlannerConfig(today=date(2026, 11, 30), **config), llm=llm, catalog=demo_catalog(), embedder=embedder
             )
-            return await svc.plan(request, tenant=tenant, cache_salt=f"planner-test-{tenant}")
+            return await svc.plan(request, tenant="test", cache_salt="planner-test", tools=tools)
 
     return asyncio.run(go())
 
 
 @pytest.mark.parametrize("request_text", REQUESTS)
-def test_model_plans_use_only_known_tools_and_arguments(engine_url: str, engine_model: str, request_text: str) -> None:
-    result = plan_with(engine_url, engine_model, request_text, fallback_enabled=False)
-    assert result.path in ("model", "model_retry")
+def test_model_plans_use_only_known_tools_and_arguments(
+    engine_url: str, engine_model: str, minilm: CachedEmbedder, request_text: str
+) -> None:
+    result = plan_with(engine_url, engine_model, minilm, request_text, fallback_enabled=False)
+    assert result.path in ("model", "model_retry") and result.plan is not None
     assert result.validation is not None and result.validation.ok
     catalog = demo_catalog()
     for node in result.plan.nodes:
-        assert node.tool in catalog
-        assert set(node.args) <= set(catalog.get(node.tool).properties)
+        assert node.tool in catalog and set(node.args) <= set(catalog.get(node.tool).properties)
     assert result.usage["completion_tokens"] > 0
 
 
-def test_fallback_engages_when_the_model_path_fails(engine_url: str, engine_model: str) -> None:
+@pytest.mark.parametrize("grounding", ["grounded", "free"])
+def test_a_users_own_catalog_with_every_json_type_plans_on_the_engine(
+    engine_url: str, engine_model: str, minilm: CachedEmbedder, grounding: str
+) -> None:
+    request = "Plan an event titled 'Launch' for 40 people at ratio 0.5, tagged 'beta', from March 3, 2021."
+    result = plan_with(
+        engine_url, engine_model, minilm, request, USER_TOOLS, grounding=grounding, fallback_enabled=False, max_retries=0
+    )
+    assert result.path == "model" and result.plan is not None, result.attempts
+    event = [n for n in result.plan.nodes if n.tool == "plan_event"]
+    assert event, "the event tool was planned"
+    tool = ToolCatalog.from_openai(USER_TOOLS).get("plan_event")
+    from jsonschema import Draft202012Validator
+
+    assert Draft202012Validator(with_references(dict(tool.parameters))).is_valid(event[0].args)
+
+
+def test_two_steps_with_a_reference_on_a_user_catalog(engine_url: str, engine_model: str, minilm: CachedEmbedder) -> None:
+    request = "Get the lyrics of the song 'Imagine' by 'John Lennon', then translate the lyrics into French."
+    result = plan_with(engine_url, engine_model, minilm, request, USER_TOOLS[:2], fallback_enabled=False)
+    assert result.plan is not None and [n.tool for n in result.plan.nodes] == ["get_song_lyrics", "translate_text"]
+    assert ("n1", "n2") in result.plan.edges()
+
+
+def test_nothing_fits_gives_no_plan_without_calling_the_engine(
+    engine_url: str, engine_model: str, minilm: CachedEmbedder
+) -> None:
+    result = plan_with(engine_url, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6})
+    assert result.plan is None and result.path == "no_plan" and result.attempts == []
+
+
+def test_fallback_engages_when_the_model_path_fails(engine_url: str, engine_model: str, minilm: CachedEmbedder) -> None:
     # max_tokens forced to 8: every JSON answer is cut off, so the model path fails for real
-    result = plan_with(engine_url, engine_model, REQUESTS[0], max_tokens_cap=8, max_retries=1)
-    assert result.path == "fallback"
+    result = plan_with(engine_url, engine_model, minilm, REQUESTS[0], max_tokens_cap=8, max_retries=1)
+    assert result.path == "fallback" and result.plan is not None
     assert result.fallback_reason and "JSON" in result.fallback_reason
     assert len(result.attempts) == 2 and all(a.error_layer == "schema" for a in result.attempts)
     assert [n.tool for n in result.plan.nodes] == ["search_flights", "get_weather"]

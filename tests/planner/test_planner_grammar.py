@@ -79,7 +79,8 @@ def test_every_json_schema_type_is_decodable_in_every_grounding_mode(grounding: 
     assert not accepts(schema, {**wrapped, "mode": "medium"})  # enum kept
     assert not accepts(schema, {**wrapped, "flag": "yes"})  # type kept
     assert not accepts(schema, {**wrapped, "tags": ["x"] * 7})  # bounded array
-    assert not accepts(schema, {**wrapped, "title": {"other": "x" * 65}} if grounding == "grounded" else {**wrapped, "title": "x" * 65})
+    quoted = 'say "hi" \\ back' + "x" * 200  # quotes, backslashes, any length: written as JSON escapes
+    assert accepts(schema, {**wrapped, "title": {"other": quoted}} if grounding == "grounded" else {**wrapped, "title": quoted})
 
 
 def test_grounded_mode_offers_the_request_values_first_and_free_text_only_as_a_detour() -> None:

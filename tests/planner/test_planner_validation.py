@@ -5,7 +5,7 @@ from datetime import date
 
 import pytest
 
-from planner.config import PlannerConfig
+from planner.config import CONFIG_DIR
 from planner.issues import Issue
 from planner.rules import BusinessRules
 from planner.validation import (
@@ -23,7 +23,7 @@ TODAY = date(2026, 11, 30)
 
 @pytest.fixture
 def validator() -> PlanValidator:
-    rules = BusinessRules.from_yaml(PlannerConfig().rules_path, TODAY)
+    rules = BusinessRules.from_yaml(CONFIG_DIR / "packs" / "travel" / "rules.yaml", TODAY)
     return PlanValidator(demo_catalog(), rules, max_nodes=4)
 
 
