@@ -28,6 +28,7 @@ class FakeBehaviour:
     error_message: str = "fake upstream error"
     reply: str = "hello from the fake upstream"
     received: list[dict[str, Any]] = field(default_factory=list)
+    received_headers: list[dict[str, str]] = field(default_factory=list)
 
 
 def create_fake_upstream(model: str, behaviour: FakeBehaviour) -> FastAPI:
@@ -45,6 +46,7 @@ def create_fake_upstream(model: str, behaviour: FakeBehaviour) -> FastAPI:
     async def chat(request: Request) -> Response:
         body = await request.json()
         behaviour.received.append(body)
+        behaviour.received_headers.append(dict(request.headers))
         if behaviour.delay_s:
             await asyncio.sleep(behaviour.delay_s)
         if behaviour.status != 200:
