@@ -74,7 +74,8 @@ class EngineSettings(_Section):
     )
     health_path: str = Field(
         "/health",
-        pattern=r"^/[A-Za-z0-9/_.-]{0,127}$",
+        max_length=128,
+        pattern=r"^/([A-Za-z0-9_.-]+/?)*$",
         description="Path the gateway's /health probes on engine.host:engine.port. Behind vllm-router use "
         "/readiness (200 while at least one engine is healthy; its /health is 503 if any engine is down).",
     )

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from planner.config import PlannerConfig
 from serving.routing import affinity_key
 from tests.conftest import FAKE_MODEL
 from tests.deploy.conftest import TENANTS, RoutedGateway
+from tests.deploy.router import RouterProcess
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream
 
 pytestmark = [pytest.mark.fake_upstream, pytest.mark.multi_engine]
@@ -116,7 +118,8 @@ def test_a_stopped_engine_moves_its_tenants_to_the_other_without_errors(
 def test_gateway_health_follows_router_readiness(
     fake_engines: FakeEngines, routed_gateway_factory: Callable[..., RoutedGateway]
 ) -> None:
-    gateway = routed_gateway_factory(fake_engines.urls, FAKE_MODEL, None)
+    # Health checks every second instead of 5 s: this test is about which path the gateway probes.
+    gateway = routed_gateway_factory(fake_engines.urls, FAKE_MODEL, None, router={"health_check_interval_secs": 1})
     router_health = gateway.router.url + "/health"
     fake_engines.servers[0].stop()
     # vllm-router's own /health turns 503 as soon as ANY engine is out; the gateway probes /readiness.
@@ -146,3 +149,22 @@ def test_planner_traffic_carries_the_affinity_header(
     ]
     assert planner_calls, "the planner did not call the engine"
     assert {headers[HEADER] for _, headers in planner_calls} == {affinity_key(planner_calls[0][0]["cache_salt"])}
+
+
+def test_two_router_replicas_place_every_tenant_on_the_same_engine(fake_engines: FakeEngines, tmp_path: Path) -> None:
+    """Kubernetes runs two router replicas: the ring depends on the worker URLs only (not their order)."""
+    keys = [affinity_key(f"salt-{i}") for i in range(16)]
+    placements = []
+    for urls in (fake_engines.urls, list(reversed(fake_engines.urls))):
+        router = RouterProcess(urls, tmp_path / "router.log").start()
+        try:
+            placement = []
+            for key in keys:
+                before = fake_engines.counts()
+                body = {"model": FAKE_MODEL, "messages": [{"role": "user", "content": "hi"}]}
+                assert httpx.post(f"{router.url}{CHAT}", json=body, headers={HEADER: key}).status_code == 200
+                placement.append(engine_of(fake_engines, before))
+        finally:
+            router.stop()
+        placements.append(placement)
+    assert placements[0] == placements[1] and set(placements[0]) == {0, 1}
