@@ -133,6 +133,16 @@ def test_tenants_stick_to_one_engine_and_survive_the_loss_of_it(
         cached = response.json()["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)
         assert cached >= 128, f"{tenant}: only {cached} cached prompt tokens"
 
+    # The planner's grammar-constrained calls (structured_outputs) pass the router and stay home too.
+    planner_tenant, home = next(iter(placement.items()))
+    before = snapshot(two_engines)
+    with gateway.client(planner_tenant) as client:
+        request = "Find flights from Shanghai to Hangzhou on 2027-06-20 and the weather in Hangzhou that day."
+        detail = client.post("/v1/plans", json={"request": request}).json()
+    after = snapshot(two_engines)
+    assert detail["path"] in {"model", "model_retry"} and detail["validation"]["ok"] is True, detail
+    assert after[home][0] > before[home][0] and after[1 - home][0] == before[1 - home][0]
+
     # Failover: kill the engine of one tenant while a stream of that tenant is in flight.
     victim = next(iter(placement))
     dead, alive = two_engines[placement[victim]], two_engines[1 - placement[victim]]
