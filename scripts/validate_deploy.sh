@@ -50,7 +50,7 @@ fi
 mkdir -p "$work/secrets"
 "$deploy/make-secrets.sh" "$work/secrets" >/dev/null
 cp -r "$deploy"/compose.yaml "$deploy"/gateway.env "$work"/
-(cd "$work" && PLANSTACK_WEIGHTS_DIR=/srv/models $cmd -f compose.yaml config) > "$work/resolved.yaml"
+(cd "$work" && PLANSTACK_WEIGHTS_DIR=/srv/models PLANSTACK_SECRETS_DIR="$work/secrets" $cmd -f compose.yaml config) > "$work/resolved.yaml"
 "$python" - "$work/resolved.yaml" <<'EOF'
 import sys
 

@@ -2,7 +2,9 @@
 # Create the secret files of configs/deploy/compose.yaml (and of the Kubernetes Secret, see the README
 # "Scaling out"): random values, never overwriting a file that exists.
 #
-#   configs/deploy/make-secrets.sh [DIR]      (default: configs/deploy/secrets, ignored by git)
+#   configs/deploy/make-secrets.sh [DIR]      (default: $PLANSTACK_SECRETS_DIR or /etc/planstack/secrets)
+#
+# Keep DIR outside the repository: the repository is the image's build context.
 #
 # api_keys          PLANSTACK_API_KEYS: one key for tenant "default"; edit to `key1=tenantA,key2=tenantB`
 # hmac_secret       PLANSTACK_SECRET: the server secret cache salts are derived from (same on every gateway)
@@ -12,7 +14,7 @@
 # The folder is 0700; the files are 0444 because compose bind-mounts each file into containers that
 # run as uid 10001 (gateway, engines) or 999 (PostgreSQL).
 set -eu
-dir=${1:-$(dirname "$0")/secrets}
+dir=${1:-${PLANSTACK_SECRETS_DIR:-/etc/planstack/secrets}}
 mkdir -p "$dir"
 chmod 0700 "$dir"
 random_hex() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }

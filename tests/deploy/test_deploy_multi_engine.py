@@ -159,7 +159,10 @@ def test_tenants_stick_to_one_engine_and_survive_the_loss_of_it(
                 for line in response.iter_lines():
                     first_chunk.set()
                     lines.append(line)
-                in_flight["last"] = lines[-3:]
+                data = [line for line in lines if line.startswith("data: ")]
+                in_flight["data_events"] = len(data)
+                in_flight["error_event"] = next((line[:160] for line in data if '"error"' in line), None)
+                in_flight["done"] = bool(data) and data[-1] == "data: [DONE]"
         except httpx.HTTPError as exc:
             in_flight["error"] = repr(exc)
         finally:
@@ -172,6 +175,7 @@ def test_tenants_stick_to_one_engine_and_survive_the_loss_of_it(
     os.killpg(dead._proc.pid, signal.SIGKILL)
     streamer.join(180)
     assert not streamer.is_alive(), "the in-flight stream did not end after its engine was killed"
+    assert in_flight.get("done"), f"the in-flight stream did not end with [DONE]: {in_flight}"  # error or not
 
     served_before = counter(alive.base_url, "vllm:request_success_total")
     statuses = [chat(gateway, victim, f"after the loss {i}").status_code for i in range(5)]
