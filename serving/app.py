@@ -22,15 +22,19 @@ from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
 from serving.dependencies import Services
+from serving.embeddings import EmbeddingService
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.isolation import CacheSalter, load_or_create_secret
 from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, RunGateway, TenantReplanner, store_unavailable
 from serving.routes import chat as chat_route
+from serving.routes import completions as completions_route
+from serving.routes import embeddings as embeddings_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
 from serving.routes import models as models_route
 from serving.routes import plans as plans_route
+from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
 from serving.routing import EngineRouting
 from serving.schema_guard import CompileWorker, SchemaGuard
@@ -148,6 +152,9 @@ def create_app(
         chat=ChatService(settings, engine, engine_model, salter, guard, metrics),
         engine_model=engine_model,
         planning_gateway=planning,
+        embeddings=EmbeddingService.from_settings(settings.embeddings, settings.retrieval)
+        if settings.embeddings.enabled
+        else None,
     )
 
     @contextlib.asynccontextmanager
@@ -164,6 +171,8 @@ def create_app(
             await runs.aclose()
             store.close()
             guard.close()
+            if services.embeddings is not None:
+                services.embeddings.close()
             await engine.close()
             if own_http:
                 await client.aclose()
@@ -171,7 +180,8 @@ def create_app(
     app = FastAPI(title="planstack", version=__version__, lifespan=lifespan)
     app.state.services = services
     app.state.started_at = time.time()
-    for module in (models_route, chat_route, plans_route, runs_route, health_route, metrics_route):
+    routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
+    for module in (*routes, health_route, metrics_route):
         app.include_router(module.router)
     install_error_funnel(app, services.metrics)
     app.add_middleware(MetricsMiddleware, metrics=services.metrics)
