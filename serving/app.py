@@ -17,7 +17,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
-from executors.store import RunStoreError, SqliteRunStore
+from executors.stores import RunStoreError, open_run_store
+from executors.upkeep import upkeep
 from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
@@ -159,17 +160,18 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        store = SqliteRunStore(domain.run_store_path)
+        store = open_run_store(settings)
         runs = RunService(
             store, DagScheduler(domain.registry, settings.executors), replanner=TenantReplanner(domain.planner, salter)
         )
         services.run_gateway = RunGateway(runs, planning)
         try:
-            yield
+            async with upkeep(runs):  # takeover of runs whose driver died, retention purge
+                yield
         finally:
             services.run_gateway = None
             await runs.aclose()
-            store.close()
+            await store.aclose()
             guard.close()
             if services.embeddings is not None:
                 services.embeddings.close()
