@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -138,6 +139,13 @@ def test_secrets_reach_the_gateways_and_engines_the_same_way_in_compose_and_kube
                 references.setdefault(name, set()).add(item["name"])
     assert references["gateway.yaml"] == GATEWAY_SECRETS
     assert references["engines.yaml"] == {"VLLM_API_KEY"}
+
+    # The run-store URL names the PostgreSQL of both deployments.
+    store = urlparse(manifests("secrets.example.yaml")[0]["stringData"]["store-url"])
+    assert (store.scheme, store.hostname, store.port, store.path) == ("postgresql", "planstack-postgres", 5432, "/planstack")
+    assert "planstack-postgres" in doc["services"]
+    assert workload("postgres.yaml", "Service")["spec"]["ports"][0]["port"] == store.port
+    assert "@planstack-postgres:5432/planstack" in (DEPLOY / "make-secrets.sh").read_text()
 
 
 def test_kubernetes_probes_gpus_and_read_only_weights() -> None:
