@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
 Message = dict[str, str]
+# Extra headers for one engine request from its body (e.g. serving.routing.EngineRouting.headers).
+RequestHeaders = Callable[[Mapping[str, Any]], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,17 @@ class VLLMChatClient:
     """`POST {base_url}/v1/chat/completions` on a vLLM OpenAI server, streamed to time the first token."""
 
     def __init__(
-        self, base_url: str, model: str, http: httpx.AsyncClient, *, timeout_s: float = 120.0, stream: bool = True
+        self,
+        base_url: str,
+        model: str,
+        http: httpx.AsyncClient,
+        *,
+        timeout_s: float = 120.0,
+        stream: bool = True,
+        headers: RequestHeaders | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.headers: RequestHeaders = headers or (lambda _body: {})
         self.model = model
         self.http = http
         self.timeout_s = timeout_s
@@ -107,7 +117,7 @@ class VLLMChatClient:
         try:
             if self.stream:
                 return await self._streamed(url, body, start)
-            response = await self.http.post(url, json=body, timeout=self.timeout_s)
+            response = await self.http.post(url, json=body, headers=self.headers(body), timeout=self.timeout_s)
             _raise_for_status(response.status_code, response.text)
             return _parse_full(response.json(), time.perf_counter() - start)
         except httpx.TimeoutException as exc:
@@ -120,7 +130,8 @@ class VLLMChatClient:
         ttft: float | None = None
         usage: dict[str, Any] = {}
         finish: str | None = None
-        async with self.http.stream("POST", url, json=body, timeout=self.timeout_s) as response:
+        headers = self.headers(body)
+        async with self.http.stream("POST", url, json=body, headers=headers, timeout=self.timeout_s) as response:
             if response.status_code >= 400:
                 await response.aread()
                 _raise_for_status(response.status_code, response.text)

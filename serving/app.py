@@ -37,6 +37,7 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
+from serving.routing import EngineRouting
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
 from serving.stack import Domain, build_domain
@@ -134,6 +135,7 @@ def create_app(
         connect_timeout_s=settings.engine.connect_timeout_s,
         max_connections=settings.gateway.max_concurrent_upstream + 8,
         metrics=metrics,
+        routing=EngineRouting.from_settings(settings.engine),
     )
     backend = settings.engine.structured_outputs_backend
     worker = CompileWorker(model_dir, backend) if model_dir is not None else None

@@ -17,6 +17,7 @@ from planner.catalog import ToolCatalog
 from planner.llm import VLLMChatClient
 from planner.service import PlannerService
 from planner.similarity import CachedEmbedder
+from serving.routing import EngineRouting
 from serving.settings import Settings
 
 
@@ -58,7 +59,11 @@ def planner_embedder(settings: Settings) -> CachedEmbedder:
 def build_domain(settings: Settings, *, engine_model: str, http: httpx.AsyncClient) -> Domain:
     registry = default_registry(knowledge=knowledge_for(settings))
     llm = VLLMChatClient(
-        settings.engine.base_url, engine_model, http, timeout_s=settings.engine.request_timeout_s
+        settings.engine.base_url,
+        engine_model,
+        http,
+        timeout_s=settings.engine.request_timeout_s,
+        headers=EngineRouting.from_settings(settings.engine).headers,
     )
     planner = PlannerService.from_config(
         settings.planner, llm=llm, catalog=catalog_of(registry), embedder=planner_embedder(settings)
