@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from serving.auth import Principal
@@ -18,7 +18,6 @@ from serving.errors import (
     InvalidRequestError,
     ModelNotFoundError,
     PlanstackError,
-    RateLimitError,
     error_body,
 )
 from serving.isolation import CacheSalter
@@ -29,24 +28,6 @@ from serving.settings import Settings
 from serving.upstream import EngineClient
 
 logger = logging.getLogger("planstack.chat")
-
-
-class UpstreamSlots:
-    """Bounded count of requests in flight to the engine; full → 429 at once, never an unbounded queue."""
-
-    def __init__(self, limit: int, metrics: GatewayMetrics) -> None:
-        self._free = limit
-        self._metrics = metrics
-
-    def acquire(self) -> None:
-        if self._free <= 0:
-            raise RateLimitError("too many requests in flight to the engine", retry_after_s=1)
-        self._free -= 1
-        self._metrics.in_flight.inc()
-
-    def release(self) -> None:
-        self._free += 1
-        self._metrics.in_flight.dec()
 
 
 class ChatService:
@@ -65,7 +46,6 @@ class ChatService:
         self._salter = salter
         self._guard = guard
         self._metrics = metrics
-        self._slots = UpstreamSlots(settings.gateway.max_concurrent_upstream, metrics)
 
     async def prepare(
         self, request: ChatCompletionRequest, principal: Principal, session: str | None
@@ -111,28 +91,20 @@ class ChatService:
                 param="max_tokens",
             )
 
-    async def complete(self, body: dict[str, Any]) -> bytes:
-        self._slots.acquire()
-        try:
-            return await self._engine.post_json("/v1/chat/completions", body)
-        finally:
-            self._slots.release()
+    async def complete(self, body: dict[str, Any], *, tenant: str) -> bytes:
+        """The whole reply; the engine client holds one of `tenant`'s slots meanwhile (429 when none)."""
+        return await self._engine.post_json("/v1/chat/completions", body, tenant=tenant)
 
-    async def first_chunk(self, body: dict[str, Any]) -> tuple[bytes, AsyncIterator[bytes]]:
+    async def first_chunk(self, body: dict[str, Any], *, tenant: str) -> tuple[bytes, AsyncIterator[bytes]]:
         """Start the stream and wait for its first bytes, so that errors before it get a plain response."""
-        self._slots.acquire()
-        iterator = self._engine.stream("/v1/chat/completions", body).__aiter__()
+        iterator = self._engine.stream("/v1/chat/completions", body, tenant=tenant)
         try:
             first = await iterator.__anext__()
         except StopAsyncIteration:
-            self._slots.release()
             return b"", _empty()
-        except BaseException:
-            self._slots.release()
-            raise
         return first, self._relay_rest(iterator)
 
-    async def _relay_rest(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async def _relay_rest(self, iterator: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
         try:
             async for chunk in iterator:
                 yield chunk
@@ -140,7 +112,7 @@ class ChatService:
             _, payload, _ = error_body(exc)
             yield f"data: {json.dumps(payload)}\n\ndata: [DONE]\n\n".encode()
         finally:
-            self._slots.release()
+            await iterator.aclose()  # frees the engine slot even when the client went away
 
 
 async def _empty() -> AsyncIterator[bytes]:

@@ -29,8 +29,8 @@ async def chat_completions(request: Request, who: Principal = Depends(principal)
         return JSONResponse(reply)
     engine_body = await svc.chat.prepare(body, who, request.headers.get(SESSION_HEADER))
     if not body.stream:
-        return Response(await svc.chat.complete(engine_body), media_type="application/json")
-    first, rest = await svc.chat.first_chunk(engine_body)
+        return Response(await svc.chat.complete(engine_body, tenant=who.tenant), media_type="application/json")
+    first, rest = await svc.chat.first_chunk(engine_body, tenant=who.tenant)
 
     async def relay() -> AsyncIterator[bytes]:
         yield first
