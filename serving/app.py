@@ -25,10 +25,13 @@ from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, e
 from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, RunGateway, store_unavailable
 from serving.routes import chat as chat_route
+from serving.routes import completions as completions_route
+from serving.routes import embeddings as embeddings_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
 from serving.routes import models as models_route
 from serving.routes import plans as plans_route
+from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
 from serving.settings import Settings
 from serving.stack import Stack, build_stack
@@ -116,6 +119,7 @@ def init_app_state(state: State, stack: Stack) -> Services:
         chat=ChatService(settings, stack.engine, stack.engine_model, stack.salter, stack.guard, stack.metrics),
         engine_model=stack.engine_model,
         planning_gateway=PlanningGateway(stack.planner, stack.salter, stack.metrics, stack.engine.slots),
+        embeddings=stack.embeddings,
     )
     return state.services
 
@@ -139,7 +143,8 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
     app.state.stack = stack
     app.state.started_at = time.time()
     services = init_app_state(app.state, stack)
-    for module in (models_route, chat_route, plans_route, runs_route, health_route, metrics_route):
+    routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
+    for module in (*routes, health_route, metrics_route):
         app.include_router(module.router)
     install_error_funnel(app, stack.metrics)
     app.add_middleware(MetricsMiddleware, metrics=stack.metrics)

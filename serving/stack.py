@@ -1,9 +1,10 @@
 """The composition root: every long-lived object of planstack, built once from `Settings`.
 
-`build_stack(settings)` makes the ONE engine client (chat relay, planner and re-planner traffic all
-take its bounded per-tenant slots), the planner on top of it, the tool registry with the knowledge
-base, the cache salter and the schema guard; `await stack.start()` (or `async with stack:`) opens the
-run store and the run service inside the running event loop, and `aclose()` closes everything in
+`build_stack(settings)` makes the ONE engine client (chat relay, tool calls, planner and re-planner
+traffic all take its bounded per-tenant slots), the planner on top of it, the tool registry with the
+knowledge base, the cache salter, the schema guard and the embedding service (on the knowledge
+base's model: one MiniLM per process); `await stack.start()` (or `async with stack:`) opens the run
+store and the run service inside the running event loop, and `aclose()` closes everything in
 reverse order. The gateway's lifespan, every CLI command, the benchmarks and the test helpers get
 their objects here; nothing else constructs them. Tests inject a registry or a planner LLM.
 """
@@ -27,6 +28,7 @@ from planner.llm import PlannerLLM
 from planner.service import PlannerService
 from retrieval.knowledge import KnowledgeBase
 from serving.backpressure import UpstreamSlots
+from serving.embeddings import EmbeddingService
 from serving.engine.profiles import load_profile
 from serving.engine_llm import EnginePlannerLLM
 from serving.errors import EngineUnavailableError
@@ -52,6 +54,7 @@ class Stack:
     planner: PlannerService
     salter: CacheSalter
     guard: SchemaGuard
+    embeddings: EmbeddingService | None  # /v1/embeddings (None when disabled), on the knowledge base's model
     run_store_path: Path | None = None  # None: the settings' store
     store: RunStore | None = field(default=None, init=False)
     runs: RunService | None = field(default=None, init=False)
@@ -75,6 +78,8 @@ class Stack:
         self.runs, self.store = None, None
         await self._resources.aclose()
         self.guard.close()
+        if self.embeddings is not None:
+            self.embeddings.close()
         await self.engine.close()
 
     async def __aenter__(self) -> Stack:
@@ -120,6 +125,7 @@ def build_stack(
         planner=build_planner(settings.planner, llm=llm, catalog=catalog_of(tools)),
         salter=CacheSalter(settings.isolation.scope, server_secret(settings)),
         guard=SchemaGuard(settings.schema_guard, backend, metrics, worker),
+        embeddings=EmbeddingService(settings.embeddings, knowledge.embedder) if settings.embeddings.enabled else None,
         run_store_path=run_store_path,
     )
 

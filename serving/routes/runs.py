@@ -13,6 +13,7 @@ from executors.store import RunStoreError
 from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_json, services
 from serving.errors import error_body
+from serving.openapi import error_responses, json_body
 from serving.planning import RUN_ID_PATTERN, RunCreate, store_unavailable
 from serving.routes.chat import SESSION_HEADER
 
@@ -20,7 +21,7 @@ router = APIRouter()
 RunId = Path(pattern=RUN_ID_PATTERN, max_length=48)
 
 
-@router.post("/v1/runs")
+@router.post("/v1/runs", **json_body(RunCreate, extra_errors={422: "No valid plan could be produced"}))
 async def create_run(request: Request, who: Principal = Depends(principal)) -> JSONResponse:
     svc = services(request)
     body = parse_model(RunCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
@@ -29,18 +30,18 @@ async def create_run(request: Request, who: Principal = Depends(principal)) -> J
     return JSONResponse(payload, status_code=200 if body.wait else 202)
 
 
-@router.get("/v1/runs/{run_id}")
+@router.get("/v1/runs/{run_id}", responses=error_responses(401, 404, 503))
 async def get_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
     return services(request).runs().get(who, run_id).model_dump(mode="json")
 
 
-@router.post("/v1/runs/{run_id}/resume")
+@router.post("/v1/runs/{run_id}/resume", responses=error_responses(401, 404, 503))
 async def resume_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
     view = await services(request).runs().resume(who, run_id)
     return view.model_dump(mode="json")
 
 
-@router.get("/v1/runs/{run_id}/events")
+@router.get("/v1/runs/{run_id}/events", responses=error_responses(401, 404, 503))
 async def run_events(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> StreamingResponse:
     gateway = services(request).runs()
     gateway.get(who, run_id)  # 404 before the stream starts, not inside it
