@@ -15,7 +15,8 @@ from starlette.datastructures import State
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from executors.store import RunStoreError
+from executors.stores import RunStoreError
+from executors.upkeep import upkeep
 from planner.errors import PlanstackBaseError
 from serving import __version__
 from serving.auth import ApiKeyAuth
@@ -135,7 +136,8 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
         async with stack:
             services.run_gateway = RunGateway(stack.run_service(), services.planning())
             try:
-                yield
+                async with upkeep(stack.run_service()):  # takeover of runs whose driver died, retention purge
+                    yield
             finally:
                 services.run_gateway = None
 

@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from executors.config import ExecutorConfig
+from executors.stores.config import RunsConfig
 from planner.config import PlannerConfig
 from retrieval.config import RetrievalConfig
 
@@ -208,6 +209,7 @@ class Settings(BaseSettings):
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     executors: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    runs: RunsConfig = Field(default_factory=RunsConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
 
     @field_validator("home", mode="after")

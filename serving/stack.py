@@ -19,7 +19,7 @@ from pathlib import Path
 from executors.registry import ToolRegistry
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
-from executors.store import RunStore, SqliteRunStore
+from executors.stores import RunStore, open_run_store
 from executors.tools import KnowledgeSearch, default_registry
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
@@ -55,7 +55,7 @@ class Stack:
     salter: CacheSalter
     guard: SchemaGuard
     embeddings: EmbeddingService | None  # /v1/embeddings (None when disabled), on the knowledge base's model
-    run_store_path: Path | None = None  # None: the settings' store
+    run_store_url: str | None = None  # a SQLite file or a store URL; None: the settings' `runs.store_url`
     store: RunStore | None = field(default=None, init=False)
     runs: RunService | None = field(default=None, init=False)
     _resources: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack, init=False, repr=False)
@@ -64,7 +64,7 @@ class Stack:
         """Open the run store and start the run service (idempotent)."""
         if self.runs is not None:
             return self
-        self.store = await self._resources.enter_async_context(open_run_store(self.settings, path=self.run_store_path))
+        self.store = await self._resources.enter_async_context(run_store_for(self.settings, url=self.run_store_url))
         replanner = TenantReplanner(
             self.planner, self.salter, self.engine.slots, slot_wait_s=self.settings.gateway.replan_slot_wait_s
         )
@@ -101,7 +101,7 @@ def build_stack(
     model_dir: Path | None = None,
     registry: ToolRegistry | None = None,
     planner_llm: PlannerLLM | None = None,
-    run_store_path: Path | None = None,
+    run_store_url: str | None = None,
 ) -> Stack:
     """Everything from `settings`. `engine_model` defaults to the profile's served name; `model_dir`
     (the prepared weights) lets the schema guard pre-compile client schemas as the engine would;
@@ -126,7 +126,7 @@ def build_stack(
         salter=CacheSalter(settings.isolation.scope, server_secret(settings)),
         guard=SchemaGuard(settings.schema_guard, backend, metrics, worker),
         embeddings=EmbeddingService(settings.embeddings, knowledge.embedder) if settings.embeddings.enabled else None,
-        run_store_path=run_store_path,
+        run_store_url=run_store_url,
     )
 
 
@@ -168,17 +168,15 @@ async def standalone_planner_llm(
 
 
 @contextlib.asynccontextmanager
-async def open_run_store(settings: Settings, *, path: Path | None = None) -> AsyncIterator[RunStore]:
-    """THE place where the run store is opened and closed (`path` overrides the settings' file)."""
-    store = SqliteRunStore(path or default_run_store_path(settings))
+async def run_store_for(settings: Settings, *, url: str | None = None) -> AsyncIterator[RunStore]:
+    """THE place where the stack opens and closes its run store: `url` (a SQLite file or a store URL)
+    or the settings' `runs.store_url` (default: SQLite in the home folder), with the settings' leases,
+    quotas and retention."""
+    store = open_run_store(url or settings, config=settings.runs)
     try:
         yield store
     finally:
-        store.close()
-
-
-def default_run_store_path(settings: Settings) -> Path:
-    return settings.home / "runs.sqlite3"
+        await store.aclose()
 
 
 def server_secret(settings: Settings) -> bytes:

@@ -3,6 +3,7 @@
     planstack serve | engine … | model prepare | config show     serving/cli/gateway.py
     planstack plan "…"                                            serving/cli/plan.py
     planstack run "…" | --plan FILE | --resume RUN_ID             serving/cli/run.py
+    planstack runs purge                                          serving/cli/run.py
     planstack index build|query|list|info|delete-doc              serving/cli/index.py
     planstack bench latency|accuracy|compare                      benchmarks/harness/cli.py
 
@@ -24,6 +25,7 @@ app = typer.Typer(help="planstack: a self-hosted planner/executor stack on vLLM.
 gateway.register(app)
 app.command("plan")(plan.plan_command)
 app.command("run")(run.run_command)
+app.add_typer(run.runs_app, name="runs")
 app.add_typer(index.app, name="index")
 app.add_typer(bench_app, name="bench")
 

@@ -1,11 +1,13 @@
-"""`planstack run`: execute a plan (or resume a run) with live progress and a summary table.
+"""`planstack run`: execute a plan (or resume a run) with live progress and a summary table;
+`planstack runs purge`: apply the run store's retention now.
 
     planstack run --plan plan.json            # run a plan file ({"nodes": [...]} or a bare list)
     planstack run --resume run_0123abcd        # continue an interrupted run
     planstack run "a family trip to Hangzhou"  # plan with the engine, then run
+    planstack runs purge                       # retention: delete old runs now
 
-The run service, its store (from the settings, or --store) and the registry with the knowledge base
-come from the composition root, exactly as the gateway's.
+The run service, its store (`runs.store_url` from the settings, or --store) and the registry with
+the knowledge base come from the composition root, exactly as the gateway's.
 """
 
 from __future__ import annotations
@@ -21,14 +23,15 @@ from rich.console import Console
 from rich.table import Table
 
 from executors.runs import RunView
-from executors.store import RunEvent
+from executors.stores import RunBusy, RunEvent, RunStoreError
+from executors.upkeep import purge
 from planner.errors import PlanstackBaseError
 from planner.plan import Plan
 from planner.service import PlanningFailed
 from serving.cli.common import settings_of
 from serving.cli.plan import engine_hint, plan_with
 from serving.settings import Settings
-from serving.stack import Stack, build_stack, default_run_store_path
+from serving.stack import Stack, build_stack, run_store_for
 
 _MARKS = {
     "node_started": ("▶", "cyan"),
@@ -44,15 +47,19 @@ class _CliError(Exception):
     pass
 
 
+StoreOption = Annotated[
+    str | None, typer.Option("--store", help="Run store: a SQLite file or URL; default: the configured runs.store_url.")
+]
+runs_app = typer.Typer(help="Maintain the run store.", no_args_is_help=True)
+
+
 def run_command(
     ctx: typer.Context,
     request: Annotated[str | None, typer.Argument(help="Request text (planned with the engine).")] = None,
     plan: Annotated[Path | None, typer.Option("--plan", help="Plan JSON file to run.")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Id of an interrupted run.")] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant owning the run.")] = "default",
-    store: Annotated[
-        Path | None, typer.Option("--store", help="Run store (SQLite file); default: the configured one.")
-    ] = None,
+    store: StoreOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the final run as JSON only.")] = False,
 ) -> None:
     """Execute a plan, resume a run, or plan-and-run a request; shows progress per node."""
@@ -61,18 +68,22 @@ def run_command(
         _fail(console, "give exactly one of: a request text, --plan FILE, --resume RUN_ID")
     settings = settings_of(ctx)
     try:
-        view = asyncio.run(
+        view, location = asyncio.run(
             _execute(
                 settings,
                 request=request,
                 plan_file=plan,
                 resume=resume,
                 tenant=tenant,
-                store_path=store,
+                store_url=store,
                 console=None if json_output else console,
             )
         )
     except _CliError as exc:
+        _fail(console, str(exc))
+    except RunBusy as exc:
+        _fail(console, f"{exc.message}; another process is executing it ({exc.owner}), so it was left alone")
+    except (RunStoreError, ValueError) as exc:  # unreadable store, or an unknown store URL
         _fail(console, str(exc))
     except PlanningFailed as exc:
         _fail(console, f"planning failed: {exc.reason}", code=1)
@@ -84,8 +95,24 @@ def run_command(
         console.print(summary_table(view))
         if view.error:
             console.print(f"[red]run {view.status}:[/] {view.error.get('error')} ({view.error.get('type')})")
-        console.print(f"run [bold]{view.run_id}[/] {view.status} · store {store or default_run_store_path(settings)}")
+        console.print(f"run [bold]{view.run_id}[/] {view.status} · store {location}")
     raise typer.Exit(0 if view.status == "succeeded" else 1)
+
+
+@runs_app.command("purge")
+def purge_command(ctx: typer.Context, store: StoreOption = None) -> None:
+    """Apply retention now: old finished runs, then the oldest past the size cap, expired cache entries."""
+    console = Console(stderr=True)
+
+    async def purge_now() -> tuple[dict[str, int], str]:
+        async with run_store_for(settings_of(ctx), url=store) as opened:
+            return (await purge(opened)).as_dict(), opened.display_url
+
+    try:
+        report, location = asyncio.run(purge_now())
+    except (RunStoreError, ValueError) as exc:
+        _fail(console, str(exc))
+    typer.echo(json.dumps({"store": location, **report}))
 
 
 def _fail(console: Console, message: str, code: int = 2) -> NoReturn:
@@ -123,13 +150,14 @@ async def _execute(
     plan_file: Path | None,
     resume: str | None,
     tenant: str,
-    store_path: Path | None,
+    store_url: str | None,
     console: Console | None,
-) -> RunView:
-    async with build_stack(settings, run_store_path=store_path) as stack:
+) -> tuple[RunView, str]:
+    """The finished run, and where its store is."""
+    async with build_stack(settings, run_store_url=store_url) as stack:
         service = stack.run_service()
         if resume is not None:
-            if service.get(tenant, resume) is None:
+            if await service.get(tenant, resume) is None:
                 raise _CliError(f"run {resume!r} not found for tenant {tenant!r}")
             run_id = await service.resume(tenant, resume)
         else:
@@ -142,7 +170,7 @@ async def _execute(
         async for event in service.events(tenant, run_id):
             if console is not None:
                 print_event(console, event)
-        return await service.wait(tenant, run_id)
+        return await service.wait(tenant, run_id), service.store.display_url
 
 
 def print_event(console: Console, event: RunEvent) -> None:

@@ -26,7 +26,7 @@ from executors.errors import RunNotFound
 from executors.observation import NodeResult
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
-from executors.store import RunRecord, SqliteRunStore
+from executors.stores import Lease, RunRecord, SqliteRunStore
 from executors.tools import default_registry
 from planner.config import PlannerConfig
 from planner.llm import Completion
@@ -43,24 +43,34 @@ WEATHER_STEPS = {"steps": [{"tool": "get_weather", "args": {"city": "Hangzhou", 
 
 
 def test_run_store_answers_only_to_the_runs_tenant(tmp_path: Path) -> None:
-    store = SqliteRunStore(tmp_path / "runs.db")
     plan = plan_of({"id": "n1", "tool": "step", "args": {"label": "a"}})
-    store.create_run(RunRecord(run_id="run_aaaaaaaaaaaa", tenant="alice", request="mine", plan=plan))
     result = NodeResult.model_construct(node_id="n1", tool="step", status="succeeded", round=0, attempts=1)
-    assert store.get_run("bob", "run_aaaaaaaaaaaa") is None and store.list_runs("bob") == []
-    for write in (
-        lambda: store.update_run("bob", "run_aaaaaaaaaaaa", status="failed"),
-        lambda: store.save_result("bob", "run_aaaaaaaaaaaa", result),
-        lambda: store.append_event("bob", "run_aaaaaaaaaaaa", "run_started"),
-        lambda: store.results("bob", "run_aaaaaaaaaaaa"),
-        lambda: store.events("bob", "run_aaaaaaaaaaaa"),
-        lambda: store.plans("bob", "run_aaaaaaaaaaaa"),
-    ):
-        with pytest.raises(RunNotFound):
-            write()
-    assert store.get_run("alice", "run_aaaaaaaaaaaa").status == "running"  # type: ignore[union-attr]
-    assert store.results("alice", "run_aaaaaaaaaaaa") == [] and store.events("alice", "run_aaaaaaaaaaaa") == []
-    store.close()
+
+    async def go() -> None:
+        store = SqliteRunStore(tmp_path / "runs.db")
+        record = RunRecord(run_id="run_aaaaaaaaaaaa", tenant="alice", request="mine", plan=plan)
+        lease = await store.create_run(record, owner="a", ttl_s=60)
+        forged = Lease("bob", lease.run_id, lease.owner, lease.epoch, lease.expires_at)
+        assert await store.get_run("bob", "run_aaaaaaaaaaaa") is None and await store.list_runs("bob") == []
+        for attempt in (
+            store.acquire_lease("bob", "run_aaaaaaaaaaaa", owner="b", ttl_s=60),
+            store.update_run(forged, status="failed"),
+            store.save_result(forged, result),
+            store.append_event(forged, "run_started"),
+            store.results("bob", "run_aaaaaaaaaaaa"),
+            store.events("bob", "run_aaaaaaaaaaaa"),
+            store.plans("bob", "run_aaaaaaaaaaaa"),
+        ):
+            with pytest.raises(RunNotFound):
+                await attempt
+        assert (await store.get_run("alice", "run_aaaaaaaaaaaa")).status == "running"  # type: ignore[union-attr]
+        assert await store.results("alice", "run_aaaaaaaaaaaa") == []
+        assert await store.events("alice", "run_aaaaaaaaaaaa") == []
+        await store.cache_put("plans", "alice", "k", "alice's", ttl_s=60)
+        assert await store.cache_get("plans", "bob", "k") is None  # the cache is keyed on the tenant too
+        await store.aclose()
+
+    asyncio.run(go())
 
 
 @pytest.mark.fake_upstream
@@ -160,7 +170,7 @@ def test_injected_instructions_in_a_tool_output_do_not_choose_tools(tmp_path: Pa
         async with build_stack(settings, engine_model=FAKE_MODEL, registry=registry, planner_llm=llm) as stack:
             view = await stack.run_service().run("alice", "Summarise the page at http://attacker.example/page", plan)
             assert stack.store is not None
-            planned = {node.tool for _, p in stack.store.plans("alice", view.run_id) for node in p.nodes}
+            planned = {node.tool for _, p in await stack.store.plans("alice", view.run_id) for node in p.nodes}
         return view, planned
 
     view, planned = asyncio.run(run_and_read())

@@ -5,13 +5,16 @@ the rule-based fallback), or without one (a clear error naming the fix)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
 
+from executors.stores import RunRecord, SqliteRunStore
 from planner.plan import Plan
 from retrieval.embedder import SentenceTransformerEmbedder
 from serving.cli import app
@@ -156,3 +159,43 @@ def test_plan_without_an_engine_names_the_fix(env: dict[str, str]) -> None:
     result = invoke(env, "plan", REQUEST)
     assert result.exit_code == 1
     assert "not reachable" in result.output and "planstack engine start" in result.output
+
+
+def test_resume_of_a_run_driven_elsewhere_is_refused_with_a_clear_message(env: dict[str, str], tmp_path: Path) -> None:
+    store_path = tmp_path / "runs.db"
+
+    async def leased_elsewhere() -> None:
+        store = SqliteRunStore(store_path)
+        record = RunRecord(run_id="run_busy0000000", tenant="default", request="x", plan=PLAN)
+        await store.create_run(record, owner="gateway-on-host-b", ttl_s=600)  # a live driver elsewhere
+        await store.aclose()
+
+    asyncio.run(leased_elsewhere())
+    result = invoke(env, "run", "--resume", "run_busy0000000", "--store", str(store_path))
+    assert result.exit_code == 2, result.output
+    assert "being executed by a live driver" in result.output and "gateway-on-host-b" in result.output
+
+
+def test_runs_purge_applies_retention(env: dict[str, str], tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(PLAN.model_dump_json())
+    store = str(tmp_path / "runs.db")
+    assert invoke(env, "run", "--plan", str(plan_file), "--store", store).exit_code == 0
+    keep = invoke(env, "runs", "purge", "--store", store)
+    assert keep.exit_code == 0 and json.loads(keep.stdout)["runs_deleted"] == 0  # 30 days by default
+    time.sleep(0.2)  # the run is now older than the short retention below
+    purged = invoke({**env, "PLANSTACK_RUNS__RETENTION_MAX_AGE_S": "0.1"}, "runs", "purge", "--store", store)
+    assert purged.exit_code == 0, purged.output
+    report = json.loads(purged.stdout)
+    assert report["runs_deleted"] == 1 and report["bytes_freed"] > 0 and report["store"].startswith("sqlite://")
+
+
+def test_the_store_url_comes_from_the_settings(env: dict[str, str], tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(PLAN.model_dump_json())
+    url = f"sqlite://{tmp_path / 'elsewhere.sqlite3'}"
+    result = invoke({**env, "PLANSTACK_RUNS__STORE_URL": url}, "run", "--plan", str(plan_file))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "elsewhere.sqlite3").is_file() and url in result.output
+    bad = invoke({**env, "PLANSTACK_RUNS__STORE_URL": "nosuch://db"}, "run", "--plan", str(plan_file))
+    assert bad.exit_code == 2 and "unknown run store" in bad.output

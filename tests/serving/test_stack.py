@@ -51,7 +51,7 @@ def test_start_opens_the_configured_store_and_aclose_closes_it(tmp_path: Path) -
             view = await stack.run_service().run("alice", "weather", plan)
         assert stack.runs is None and stack.store is None
         async with stack:  # a stack can be started again: same store, same run
-            again = stack.run_service().get("alice", view.run_id)
+            again = await stack.run_service().get("alice", view.run_id)
             assert again is not None
         await build_stack(settings, engine_model=FAKE_MODEL).aclose()  # never started: closes what it made
         return view.status
