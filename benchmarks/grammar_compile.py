@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from datetime import date
 import time
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -194,5 +194,3 @@ def compile_markdown(report: dict[str, Any]) -> str:
             f"{r['schemas']} | {total} | {top} |"
         )
     return "\n".join(lines) + "\n"
-
-

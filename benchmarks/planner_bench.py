@@ -19,15 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from benchmarks import nestful, planner_eval
 from benchmarks.grammar_compile import compile_markdown, compile_report
 from benchmarks.planner_report import markdown
 from planner.config import PlannerConfig
-from planner.llm import VLLMChatClient
 from planner.plan import Plan
 from planner.similarity import CachedEmbedder
+from serving.stack import standalone_planner_llm
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -83,9 +81,15 @@ async def offline(args: argparse.Namespace) -> dict[str, Any]:
             await planner_eval.proposal_only(data.scored, config, emb),
             await planner_eval.nearest_copy(data.scored, data.pool, emb),
         ]
-        every = nestful.load_cases(data.name, path=nestful.data_path(data.name, args.root)) if data.name in ("glaive", "sgd") else []
+        every = (
+            nestful.load_cases(data.name, path=nestful.data_path(data.name, args.root))
+            if data.name in ("glaive", "sgd")
+            else []
+        )
         if every:
-            entry["shortlist_recall"] = await planner_eval.shortlist_recall(data.name, data.all_tools, every, emb, config)
+            entry["shortlist_recall"] = await planner_eval.shortlist_recall(
+                data.name, data.all_tools, every, emb, config
+            )
         report["sets"][data.name] = entry
     _write(report, args.out or "planner_offline")
     return report
@@ -103,14 +107,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "sets": {},
     }
     sets = eval_sets(args)
-    async with httpx.AsyncClient() as http:
-        llm = VLLMChatClient(args.engine_url, args.model, http, timeout_s=300)
+    async with standalone_planner_llm(args.engine_url, args.model, timeout_s=300) as llm:
         for data in sets:
             others = [d for d in sets if d.name != data.name]
             entry: dict[str, Any] = {"split": data.split, "n": len(data.scored), "variants": []}
             report["sets"][data.name] = entry
             plans = {
-                "zeroshot": ("planner, zero-shot (no demonstrations)", config.model_copy(update={"demonstrations_k": 0}), []),
+                "zeroshot": (
+                    "planner, zero-shot (no demonstrations)",
+                    config.model_copy(update={"demonstrations_k": 0}),
+                    [],
+                ),
                 "cross": (
                     "planner, cross-domain demonstrations (other file's pool)",
                     config,
@@ -124,7 +131,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "unconstrained": (
                     "baseline: no grammar, zero-shot (one call, no retries, no fallback)",
                     config.model_copy(
-                        update={"strategy": "unconstrained", "demonstrations_k": 0, "max_retries": 0, "fallback_enabled": False}
+                        update={
+                            "strategy": "unconstrained",
+                            "demonstrations_k": 0,
+                            "max_retries": 0,
+                            "fallback_enabled": False,
+                        }
                     ),
                     [],
                 ),
@@ -183,7 +195,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     comp.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
     comp.add_argument("--timeout", type=float, default=30.0)
     comp.add_argument("--sizes", type=int, nargs="+", default=[6, 20, 50])
-    for name, text in (("offline", "ceiling, shortlist recall, model-free baselines"), ("run", "the planner on the engine")):
+    for name, text in (
+        ("offline", "ceiling, shortlist recall, model-free baselines"),
+        ("run", "the planner on the engine"),
+    ):
         cmd = sub.add_parser(name, help=text)
         cmd.add_argument("--sets", nargs="*", default=["glaive", "sgd"], help="NESTFUL files (glaive, sgd)")
         cmd.add_argument("--root", type=Path, default=nestful.DEFAULT_ROOT, help="folder of the NESTFUL files")

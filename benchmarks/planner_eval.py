@@ -39,9 +39,10 @@ from planner.grammar import SchemaBuilder, Upstream, ValueContext
 from planner.llm import PlannerLLM
 from planner.plan import Plan, parse_reference
 from planner.selection import ToolSelector
-from planner.service import PlannerService, PlanningFailed
+from planner.service import PlanningFailed
 from planner.similarity import CachedEmbedder
 from planner.values import extract
+from serving.stack import build_planner
 
 TODAY = date(2026, 12, 1)
 CANDIDATES = 6
@@ -99,14 +100,20 @@ async def run_planner(
     progress: str = "",
 ) -> dict[str, Any]:
     source = EmbeddingDemonstrations(demos, embedder) if demos else None
-    service = PlannerService.from_config(config, llm=llm, catalog=ToolCatalog.from_openai(cases[0].tools), demos=source, embedder=embedder)
+    catalog = ToolCatalog.from_openai(cases[0].tools)
+    service = build_planner(config, llm=llm, catalog=catalog, demos=source, embedder=embedder)
     rows: list[dict[str, Any]] = []
     for i, case in enumerate(cases, 1):
         print(f"\r{progress} {label}: {i}/{len(cases)}", end="", flush=True)
         start = time.perf_counter()
         try:
             result = await service.plan(case.request, tenant="bench", cache_salt="bench", tools=case.tools)
-            plan, path, attempts, reason = result.plan, result.path, result.attempts, result.reason or result.fallback_reason
+            plan, path, attempts, reason = (
+                result.plan,
+                result.path,
+                result.attempts,
+                result.reason or result.fallback_reason,
+            )
         except PlanningFailed as exc:
             plan, path, attempts, reason = None, "failed", exc.attempts, exc.reason
         latency = time.perf_counter() - start
@@ -161,7 +168,9 @@ def summarise(label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "calls_mean": round(statistics.fmean(r.get("calls", 0) for r in rows), 2) if n else None,
         "ttft_mean_s": round(statistics.fmean(r.get("ttft_s", 0.0) for r in rows), 3) if n else None,
         "decode_mean_s": round(statistics.fmean(r.get("decode_s", 0.0) for r in rows), 3) if n else None,
-        "completion_tokens_mean": round(statistics.fmean(r.get("completion_tokens", 0) for r in rows), 1) if n else None,
+        "completion_tokens_mean": round(statistics.fmean(r.get("completion_tokens", 0) for r in rows), 1)
+        if n
+        else None,
         "rows": rows,
     }
 
@@ -198,7 +207,9 @@ async def proposal_only(cases: Sequence[EvalCase], config: PlannerConfig, embedd
         catalog = ToolCatalog.from_openai(case.tools)
         selection = await selector.select(case.request, catalog, limit=config.prompt_max_tools)
         try:
-            plan: Plan | None = proposal_plan(selection, extract(case.request, TODAY), catalog, max_nodes=config.max_nodes)
+            plan: Plan | None = proposal_plan(
+                selection, extract(case.request, TODAY), catalog, max_nodes=config.max_nodes
+            )
         except FallbackError:
             plan = None
         rows.append(_static_row(case, plan, "fallback"))
@@ -237,7 +248,9 @@ def reachability(cases: Sequence[EvalCase], config: PlannerConfig, grounding: Gr
                 literal += len(node.args)
                 continue
             tool = catalog.get(node.tool)
-            schema = builder.args_schema(tool, ValueContext(grounding=grounding, values=values, upstream=list(upstream)))
+            schema = builder.args_schema(
+                tool, ValueContext(grounding=grounding, values=values, upstream=list(upstream))
+            )
             for arg, value in node.args.items():
                 sub = schema["properties"].get(arg)
                 is_ref = parse_reference(value) is not None
@@ -292,7 +305,14 @@ def _accepts_nested_other(schema: dict[str, Any], value: Any) -> bool:
     return False
 
 
-async def shortlist_recall(name: str, all_tools: list[dict[str, Any]], cases: Sequence[nestful.NestfulCase], embedder: CachedEmbedder, config: PlannerConfig, ks: Sequence[int] = (4, 6, 8, 10)) -> dict[str, Any]:
+async def shortlist_recall(
+    name: str,
+    all_tools: list[dict[str, Any]],
+    cases: Sequence[nestful.NestfulCase],
+    embedder: CachedEmbedder,
+    config: PlannerConfig,
+    ks: Sequence[int] = (4, 6, 8, 10),
+) -> dict[str, Any]:
     catalog = ToolCatalog.from_openai(all_tools)
     selector = ToolSelector(embedder, config.selection)
     hits = {k: 0.0 for k in ks}
@@ -302,4 +322,9 @@ async def shortlist_recall(name: str, all_tools: list[dict[str, Any]], cases: Se
         ranked = sorted(selection.scores, key=lambda t: -selection.scores[t])
         for k in ks:
             hits[k] += len(gold & set(ranked[:k])) / len(gold)
-    return {"catalog": name, "tools": len(catalog), "requests": len(cases), **{f"recall@{k}": round(hits[k] / len(cases), 4) for k in ks}}
+    return {
+        "catalog": name,
+        "tools": len(catalog),
+        "requests": len(cases),
+        **{f"recall@{k}": round(hits[k] / len(cases), 4) for k in ks},
+    }

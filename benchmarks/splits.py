@@ -96,9 +96,7 @@ def group_cases(cases: Sequence[Any], plan_of: Any) -> list[list[Any]]:
     return sorted(groups.values(), key=lambda g: min(c.id for c in g))
 
 
-def template_disjoint_split(
-    cases: Sequence[Any], plan_of: Any, *, seed: int = 13, pool_fraction: float = 0.5
-) -> Split:
+def template_disjoint_split(cases: Sequence[Any], plan_of: Any, *, seed: int = 13, pool_fraction: float = 0.5) -> Split:
     """Whole groups to the pool until it holds about `pool_fraction` of the requests."""
     groups = group_cases(cases, plan_of)
     order = list(range(len(groups)))

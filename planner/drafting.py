@@ -95,12 +95,12 @@ def _head(name: str) -> str:
 def _mentioned(name: str, words: set[str]) -> bool:
     """Every word of a field name occurs in the text (singular or plural)."""
     parts = [p.lower() for p in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", name) if p]
-    return bool(parts) and all(
-        p in words or f"{p}s" in words or (p.endswith("s") and p[:-1] in words) for p in parts
-    )
+    return bool(parts) and all(p in words or f"{p}s" in words or (p.endswith("s") and p[:-1] in words) for p in parts)
 
 
-def reference_options(arg: str, schema: dict[str, Any], step: str, upstream: Sequence[Upstream]) -> list[tuple[float, str]]:
+def reference_options(
+    arg: str, schema: dict[str, Any], step: str, upstream: Sequence[Upstream]
+) -> list[tuple[float, str]]:
     """Scored references an argument could take: an earlier output field the step names ("the gross
     salary"), one named like the argument, or the latest output when the step says "it"/"that"."""
     words = set(_WORD.findall(step.lower()))
@@ -124,7 +124,9 @@ def reference_options(arg: str, schema: dict[str, Any], step: str, upstream: Seq
             if anaphora and distance == 0:
                 score += 1.0 + (1.5 if rank_in_tool == 0 and not named else 0.0)
             if score > 0:
-                score += 0.5 if field_kind == wanted else (-0.5 if field_kind and wanted and field_kind != wanted else 0.0)
+                score += (
+                    0.5 if field_kind == wanted else (-0.5 if field_kind and wanted and field_kind != wanted else 0.0)
+                )
                 out.append((score - 0.3 * distance, f"${up.node_id}.{path}"))
         if not fields and anaphora and distance == 0:
             out.append((2.5, f"${up.node_id}"))
@@ -157,9 +159,9 @@ def draft_args(
             elif "default" in schema:
                 draft[arg] = schema["default"]
             continue
-        for index, candidate in enumerate(values.candidates):
+        for number, candidate in enumerate(values.candidates):
             if _type_ok(candidate, schema, arg):
-                options.append((_score(candidate, arg, schema, span), arg, candidate.value, index))
+                options.append((_score(candidate, arg, schema, span), arg, candidate.value, number))
         for up in reversed(upstream):  # the same argument of an earlier node: keep its literal value
             earlier = up.args.get(arg)
             if earlier is not None and not (isinstance(earlier, str) and earlier.startswith("$")):
@@ -170,7 +172,8 @@ def draft_args(
     used: set[int] = set()
     used_refs: set[str] = set()
     options.sort(key=lambda o: -o[0])
-    for score, arg, value, index in options:
+    for score, arg, value, position in options:
+        index = position
         is_ref = isinstance(value, str) and value.startswith("$")
         if arg in draft or (index is not None and index in used) or (is_ref and value in used_refs):
             continue

@@ -220,7 +220,8 @@ class SchemaBuilder:
         self, schema: Mapping[str, Any], slot: _Slot, context: ValueContext, ref_option: JsonSchema | None
     ) -> JsonSchema | None:
         limit = min(int(schema.get("maxItems", self.config.max_array_items)), self.config.max_array_items)
-        item_schema = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        items_spec = schema.get("items")
+        item_schema: Mapping[str, Any] = items_spec if isinstance(items_spec, dict) else {}
         items = self._value(item_schema, _Slot(slot.name, True, slot.depth + 1), context)
         array: JsonSchema = {"type": "array", "items": items or {"type": "null"}, "maxItems": limit}
         if "minItems" in schema:
@@ -245,7 +246,12 @@ class SchemaBuilder:
                 props[k] = {"type": "null"}
             elif k not in required and not _allows_null(v):
                 props[k] = {"anyOf": [v, {"type": "null"}]}
-        obj: JsonSchema = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+        obj: JsonSchema = {
+            "type": "object",
+            "properties": props,
+            "required": list(props),
+            "additionalProperties": False,
+        }
         return _union([obj, ref_option]) or obj
 
     def _grounded(
@@ -342,11 +348,10 @@ def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:
 
 
 def _fits_string(value: Any, schema: Mapping[str, Any]) -> bool:
-    if not isinstance(value, str) or '"' in value or "\\" in value:
-        return False
-    if not int(schema.get("minLength", 0)) <= len(value) <= int(schema.get("maxLength", 10**6)):
-        return False
-    return True
+    """A string candidate within the argument's own length bounds (its pattern is checked by validation)."""
+    return isinstance(value, str) and int(schema.get("minLength", 0)) <= len(value) <= int(
+        schema.get("maxLength", 10**6)
+    )
 
 
 def _in_range(value: float, schema: Mapping[str, Any]) -> bool:

@@ -165,7 +165,9 @@ class PlannerService:
         self.packs = list(packs)
         self.demos = demos
         self.cache = cache
-        self.embedder = embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder or HashingEmbedder())
+        self.embedder = (
+            embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder or HashingEmbedder())
+        )
         self.decoder = PlanDecoder(llm, config, prompts)
         self.selector = ToolSelector(self.embedder, config.selection)
         self._pack_demos = {
@@ -202,7 +204,9 @@ class PlannerService:
     def validator(self, catalog: ToolCatalog) -> PlanValidator:
         """Schema → DAG → arguments → the business rules of the packs that apply to `catalog`."""
         rules = [rule for pack in self.packs_for(catalog) for rule in pack.business_rules()]
-        return PlanValidator(catalog, BusinessRules(rules, self.config.effective_today()), max_nodes=self.config.max_nodes)
+        return PlanValidator(
+            catalog, BusinessRules(rules, self.config.effective_today()), max_nodes=self.config.max_nodes
+        )
 
     def cache_key_extra(self) -> str:
         return f"{self.config.fingerprint()}:{self.config.prompt_version}:{self.config.effective_today()}"
@@ -298,10 +302,14 @@ class PlannerService:
             if decoded.empty:
                 timings.update(decode_s=decode_s)
                 reason = "the model chose no tool: none of the catalog's tools fits the request"
-                return PlanResult(None, "no_plan", attempts, None, timings, None, catalog.hash, reason, described, pack_names)
+                return PlanResult(
+                    None, "no_plan", attempts, None, timings, None, catalog.hash, reason, described, pack_names
+                )
             if decoded.error is not None:
                 attempt.error, attempt.error_layer = str(decoded.error), "schema"
-                feedback = json.dumps({"layer": "schema", "errors": [{"code": "invalid_json", "message": str(decoded.error)}]})
+                feedback = json.dumps(
+                    {"layer": "schema", "errors": [{"code": "invalid_json", "message": str(decoded.error)}]}
+                )
                 plan_try = _Try(
                     _STRICTER[plan_try.grounding],
                     False,
@@ -324,8 +332,8 @@ class PlannerService:
             attempt.error_layer = error.layer if error else None
             plan_try = self._repair(plan_try, decoded, report)
         timings.update(decode_s=decode_s, validate_s=validate_s)
-        reason = attempts[-1].error if attempts else "no attempt"
-        return self._fallback(req, validator, attempts, timings, reason or "unknown", described)
+        last_error = attempts[-1].error if attempts else "no attempt"
+        return self._fallback(req, validator, attempts, timings, last_error or "unknown", described)
 
     def _repair(self, previous: _Try, decoded: Decoded, report: ValidationReport) -> _Try:
         """The next attempt removes each rejected literal value from its argument's options, loosens the
@@ -352,7 +360,9 @@ class PlannerService:
             messages = self._messages(req, demos, oneshot=True, extra=extra + plan_try.feedback)
             grammar = None if config.strategy == "unconstrained" else config.strategy
             return await self.decoder.one_call(messages, shortlist, cache_salt=cache_salt, grammar=grammar)
-        messages = self._messages(req, demos, oneshot=False, extra=extra + plan_try.feedback, grounding=plan_try.grounding)
+        messages = self._messages(
+            req, demos, oneshot=False, extra=extra + plan_try.feedback, grounding=plan_try.grounding
+        )
         forced = skeleton_refs(skeleton) if skeleton is not None else None
 
         async def node_context(index: int, name: str, tools: list[str], written: list[dict[str, Any]]) -> NodeTurn:

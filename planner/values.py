@@ -82,13 +82,68 @@ TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*[AaPp]\.?[Mm]\b\.?|\b\d{1,2}:\d{2}(?:
 NUMBER = re.compile(
     r"(?<![\w.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
 )
-CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])|\b[A-Z]{2,}-[A-Z0-9]+\b")
+CODE = re.compile(
+    r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])|\b[A-Z]{2,}-[A-Z0-9]+\b"
+)
 CAPITALISED = re.compile(r"\b[A-Z][\w'&.-]*(?:\s+(?:of|de|the|and|&|du|la|von)\s+[A-Z][\w'&.-]*|\s+[A-Z][\w'&.-]*)*")
 EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")
 
 _LEAD_SKIP = frozenset(
-    ["I", "Please", "Can", "Could", "Would", "Will", "Then", "Also", "And", "After", "Finally", "Next", "First", "Find", "Get", "Search", "Book", "Make", "Create", "Calculate", "Send", "Check", "Show", "Tell", "Give", "Help", "Generate", "Convert", "Translate", "Analyze", "Schedule", "Add", "Buy", "Reserve", "The", "A", "An", "My", "Our", "Let", "Lets", "Let's", "Now", "Also", "What", "Which", "When", "Where", "How", "Is", "Are", "Do"]
+    [
+        "I",
+        "Please",
+        "Can",
+        "Could",
+        "Would",
+        "Will",
+        "Then",
+        "Also",
+        "And",
+        "After",
+        "Finally",
+        "Next",
+        "First",
+        "Find",
+        "Get",
+        "Search",
+        "Book",
+        "Make",
+        "Create",
+        "Calculate",
+        "Send",
+        "Check",
+        "Show",
+        "Tell",
+        "Give",
+        "Help",
+        "Generate",
+        "Convert",
+        "Translate",
+        "Analyze",
+        "Schedule",
+        "Add",
+        "Buy",
+        "Reserve",
+        "The",
+        "A",
+        "An",
+        "My",
+        "Our",
+        "Let",
+        "Lets",
+        "Let's",
+        "Now",
+        "Also",
+        "What",
+        "Which",
+        "When",
+        "Where",
+        "How",
+        "Is",
+        "Are",
+        "Do",
+    ]
 ) | frozenset(m.capitalize() for m in MONTHS)
 MAX_CANDIDATES = 120
 
@@ -238,7 +293,7 @@ def extract(request: str, today: date) -> RequestValues:
 
 
 def _pairs(opening: str, closing: str) -> bool:
-    return {"'": "'’", '"': '"”', "“": "”\"", "‘": "’'"}.get(opening, "").find(closing) >= 0
+    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'"}.get(opening, "").find(closing) >= 0
 
 
 def _parse_bracketed(text: str) -> list[Any] | dict[str, Any] | None:
@@ -260,7 +315,9 @@ def _quoted_lists(request: str) -> list[tuple[int, int, list[str]]]:
     for m in pattern.finditer(request):
         items = [m.group(2), *re.findall(r"['\"]([^'\"]{1,80})['\"]", m.group(3))]
         runs.append((m.start(), m.end(), [i.strip() for i in items]))
-    bare = re.compile(r"\b([A-Z][\w-]*(?: [A-Z][\w-]*)?)((?:, [A-Z][\w-]*(?: [A-Z][\w-]*)?)+),? and ([A-Z][\w-]*(?: [A-Z][\w-]*)?)")
+    bare = re.compile(
+        r"\b([A-Z][\w-]*(?: [A-Z][\w-]*)?)((?:, [A-Z][\w-]*(?: [A-Z][\w-]*)?)+),? and ([A-Z][\w-]*(?: [A-Z][\w-]*)?)"
+    )
     for m in bare.finditer(request):
         items = [m.group(1), *m.group(2).split(", ")[1:], m.group(3)]
         runs.append((m.start(), m.end(), [i.strip() for i in items if i.strip()]))

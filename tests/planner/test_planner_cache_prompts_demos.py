@@ -71,7 +71,12 @@ def test_prompts_render_from_templates() -> None:
     assert '{"other"' not in book.system(catalog)
     demo = Demonstration(
         "Weather in Hangzhou on 2027-06-20, then convert 100 USD to CNY",
-        {"nodes": [node("n1", "get_weather", {"city": "Hangzhou", "date": "2027-06-20"}), node("n2", "convert_currency")]},
+        {
+            "nodes": [
+                node("n1", "get_weather", {"city": "Hangzhou", "date": "2027-06-20"}),
+                node("n2", "convert_currency"),
+            ]
+        },
     )
     turns = example_turns(book, [demo], catalog, oneshot=False)
     assert [t["role"] for t in turns] == ["user", "assistant"] * 3
@@ -93,4 +98,6 @@ def test_demonstrations_search_filter_and_tenancy(minilm: CachedEmbedder) -> Non
         assert found and found[0].score >= found[-1].score and "get_weather" in found[0].tools()
         assert all(d.tenant is None for d in found)
     assert len(usable(demos, demo_catalog())) == len(demos)
-    assert usable(demos, demo_catalog().subset(["get_weather"])) == [d for d in demos if set(d.tools()) == {"get_weather"}]
+    assert usable(demos, demo_catalog().subset(["get_weather"])) == [
+        d for d in demos if set(d.tools()) == {"get_weather"}
+    ]

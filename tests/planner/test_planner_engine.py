@@ -6,15 +6,14 @@ import asyncio
 from datetime import date
 from typing import Any
 
-import httpx
 import pytest
 
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.llm import VLLMChatClient
-from planner.service import PlannerService, PlanResult, demo_catalog
+from planner.service import PlanResult, demo_catalog
 from planner.similarity import CachedEmbedder
 from planner.validation import with_references
+from serving.stack import build_planner, standalone_planner_llm
 from tests.planner.test_planner_grammar import EVERY_TYPE
 
 pytestmark = pytest.mark.engine
@@ -51,7 +50,11 @@ USER_TOOLS = [
     },
     {
         "type": "function",
-        "function": {"name": "plan_event", "description": "Plan an event with every kind of setting", "parameters": EVERY_TYPE},
+        "function": {
+            "name": "plan_event",
+            "description": "Plan an event with every kind of setting",
+            "parameters": EVERY_TYPE,
+        },
     },
 ]
 
@@ -60,11 +63,9 @@ def plan_with(
     engine_url: str, engine_model: str, embedder: CachedEmbedder, request: str, tools: Any = None, **config: Any
 ) -> PlanResult:
     async def go() -> PlanResult:
-        async with httpx.AsyncClient() as http:
-            llm = VLLMChatClient(engine_url, engine_model, http, timeout_s=180)
-            svc = PlannerService.from_config(
-                PlannerConfig(today=date(2026, 11, 30), **config), llm=llm, catalog=demo_catalog(), embedder=embedder
-            )
+        async with standalone_planner_llm(engine_url, engine_model, timeout_s=180) as llm:
+            config_ = PlannerConfig(today=date(2026, 11, 30), **config)
+            svc = build_planner(config_, llm=llm, catalog=demo_catalog(), embedder=embedder)
             return await svc.plan(request, tenant="test", cache_salt="planner-test", tools=tools)
 
     return asyncio.run(go())
@@ -89,7 +90,14 @@ def test_a_users_own_catalog_with_every_json_type_plans_on_the_engine(
 ) -> None:
     request = "Plan an event titled 'Launch' for 40 people at ratio 0.5, tagged 'beta', from March 3, 2021."
     result = plan_with(
-        engine_url, engine_model, minilm, request, USER_TOOLS, grounding=grounding, fallback_enabled=False, max_retries=0
+        engine_url,
+        engine_model,
+        minilm,
+        request,
+        USER_TOOLS,
+        grounding=grounding,
+        fallback_enabled=False,
+        max_retries=0,
     )
     assert result.path == "model" and result.plan is not None, result.attempts
     event = [n for n in result.plan.nodes if n.tool == "plan_event"]
@@ -100,7 +108,9 @@ def test_a_users_own_catalog_with_every_json_type_plans_on_the_engine(
     assert Draft202012Validator(with_references(dict(tool.parameters))).is_valid(event[0].args)
 
 
-def test_two_steps_with_a_reference_on_a_user_catalog(engine_url: str, engine_model: str, minilm: CachedEmbedder) -> None:
+def test_two_steps_with_a_reference_on_a_user_catalog(
+    engine_url: str, engine_model: str, minilm: CachedEmbedder
+) -> None:
     request = "Get the lyrics of the song 'Imagine' by 'John Lennon', then translate the lyrics into French."
     result = plan_with(engine_url, engine_model, minilm, request, USER_TOOLS[:2], fallback_enabled=False)
     assert result.plan is not None and [n.tool for n in result.plan.nodes] == ["get_song_lyrics", "translate_text"]
@@ -110,7 +120,9 @@ def test_two_steps_with_a_reference_on_a_user_catalog(engine_url: str, engine_mo
 def test_nothing_fits_gives_no_plan_without_calling_the_engine(
     engine_url: str, engine_model: str, minilm: CachedEmbedder
 ) -> None:
-    result = plan_with(engine_url, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6})
+    result = plan_with(
+        engine_url, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6}
+    )
     assert result.plan is None and result.path == "no_plan" and result.attempts == []
 
 

@@ -80,12 +80,18 @@ def test_every_json_schema_type_is_decodable_in_every_grounding_mode(grounding: 
     assert not accepts(schema, {**wrapped, "flag": "yes"})  # type kept
     assert not accepts(schema, {**wrapped, "tags": ["x"] * 7})  # bounded array
     quoted = 'say "hi" \\ back' + "x" * 200  # quotes, backslashes, any length: written as JSON escapes
-    assert accepts(schema, {**wrapped, "title": {"other": quoted}} if grounding == "grounded" else {**wrapped, "title": quoted})
+    assert accepts(
+        schema, {**wrapped, "title": {"other": quoted}} if grounding == "grounded" else {**wrapped, "title": quoted}
+    )
 
 
 def test_grounded_mode_offers_the_request_values_first_and_free_text_only_as_a_detour() -> None:
     values = extract("Send 'Hello John' to +1 555-123-4567 on March 3, 2021", TODAY)
-    parameters = {"type": "object", "properties": {"message": {"type": "string"}, "day": {"type": "string"}}, "required": ["message", "day"]}
+    parameters = {
+        "type": "object",
+        "properties": {"message": {"type": "string"}, "day": {"type": "string"}},
+        "required": ["message", "day"],
+    }
     schema = SchemaBuilder(GrammarConfig(), 6).args_schema(tool(parameters), ValueContext("grounded", values))
     assert accepts(schema, {"message": "Hello John", "day": "March 3, 2021"})
     assert accepts(schema, {"message": "Hello John", "day": "2021-03-03"})  # the year as written survives
@@ -100,7 +106,13 @@ def test_references_whole_output_without_schema_and_typed_fields_with_one() -> N
         "quote",
         {"type": "object", "properties": {"total": {"type": "number"}, "label": {"type": "string"}}},
     )
-    consumer = tool({"type": "object", "properties": {"amount": {"type": "number"}, "text": {"type": "string"}}, "required": ["amount", "text"]})
+    consumer = tool(
+        {
+            "type": "object",
+            "properties": {"amount": {"type": "number"}, "text": {"type": "string"}},
+            "required": ["amount", "text"],
+        }
+    )
     context = ValueContext("free", upstream=[Upstream("n1", plain), Upstream("n2", typed)])
     schema = SchemaBuilder(GrammarConfig(), 6).args_schema(consumer, context)
     assert accepts(schema, {"amount": "$n2.total", "text": "$n1"})
@@ -110,7 +122,11 @@ def test_references_whole_output_without_schema_and_typed_fields_with_one() -> N
 
 
 def test_a_client_pattern_never_enters_the_grammar() -> None:
-    parameters = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a|a)*$"}}, "required": ["code"]}
+    parameters = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "pattern": "^(a|a)*$"}},
+        "required": ["code"],
+    }
     schema = SchemaBuilder(GrammarConfig(), 6).args_schema(tool(parameters), ValueContext("free"))
     assert "(a|a)" not in str(schema)
 

@@ -23,7 +23,15 @@ def travel() -> DomainPack:
 def test_the_travel_pack_applies_only_to_its_own_tools(travel: DomainPack) -> None:
     assert travel.applies(demo_catalog()) and travel.tools_in(demo_catalog()) == set(demo_catalog().names())
     lookalike = ToolCatalog.from_openai(
-        [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"where": {"type": "string"}}}}}]
+        [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "parameters": {"type": "object", "properties": {"where": {"type": "string"}}},
+                },
+            }
+        ]
     )
     assert not travel.applies(lookalike)  # same name, other arguments: a user's own tool
 

@@ -17,7 +17,9 @@ from planner.values import extract
 TODAY = date(2026, 12, 1)
 
 
-def fn(name: str, description: str, props: dict[str, Any], required: list[str], output: dict[str, str] | None = None) -> dict[str, Any]:
+def fn(
+    name: str, description: str, props: dict[str, Any], required: list[str], output: dict[str, str] | None = None
+) -> dict[str, Any]:
     function: dict[str, Any] = {
         "name": name,
         "description": description,
@@ -30,11 +32,41 @@ def fn(name: str, description: str, props: dict[str, Any], required: list[str], 
 
 TOOLS = ToolCatalog.from_openai(
     [
-        fn("find_cars", "Search rental cars available in a city", {"city": {"type": "string"}, "date": {"type": "string"}}, ["city", "date"], {"car_id": "string", "car_type": "string", "price": "number"}),
-        fn("reserve_car", "Reserve a rental car", {"car_id": {"type": "string"}, "car_type": {"type": "string"}, "date": {"type": "string"}}, ["car_id", "car_type", "date"], {"booking_id": "string"}),
-        fn("translate_text", "Translate text into another language", {"text": {"type": "string"}, "target_language": {"type": "string"}}, ["text", "target_language"], {"translated_text": "string"}),
-        fn("get_song_lyrics", "Get the lyrics of a song", {"title": {"type": "string"}, "artist": {"type": "string"}}, ["title", "artist"], {"lyrics": "string"}),
-        fn("send_sms", "Send an SMS message to a phone number", {"phone_number": {"type": "string"}, "message": {"type": "string"}}, ["phone_number", "message"], {"status": "string"}),
+        fn(
+            "find_cars",
+            "Search rental cars available in a city",
+            {"city": {"type": "string"}, "date": {"type": "string"}},
+            ["city", "date"],
+            {"car_id": "string", "car_type": "string", "price": "number"},
+        ),
+        fn(
+            "reserve_car",
+            "Reserve a rental car",
+            {"car_id": {"type": "string"}, "car_type": {"type": "string"}, "date": {"type": "string"}},
+            ["car_id", "car_type", "date"],
+            {"booking_id": "string"},
+        ),
+        fn(
+            "translate_text",
+            "Translate text into another language",
+            {"text": {"type": "string"}, "target_language": {"type": "string"}},
+            ["text", "target_language"],
+            {"translated_text": "string"},
+        ),
+        fn(
+            "get_song_lyrics",
+            "Get the lyrics of a song",
+            {"title": {"type": "string"}, "artist": {"type": "string"}},
+            ["title", "artist"],
+            {"lyrics": "string"},
+        ),
+        fn(
+            "send_sms",
+            "Send an SMS message to a phone number",
+            {"phone_number": {"type": "string"}, "message": {"type": "string"}},
+            ["phone_number", "message"],
+            {"status": "string"},
+        ),
     ]
 )
 
@@ -74,7 +106,9 @@ def test_draft_takes_named_values_and_the_output_the_step_mentions() -> None:
     assert first["title"] == "Imagine"
     step = "send the lyrics to the phone number 555-123-4567"
     start = request.index(step)
-    second = draft_args(TOOLS.get("send_sms"), values, (start, len(request)), [Upstream("n1", lyrics, first)], step=step)
+    second = draft_args(
+        TOOLS.get("send_sms"), values, (start, len(request)), [Upstream("n1", lyrics, first)], step=step
+    )
     assert second == {"phone_number": "555-123-4567", "message": "$n1.lyrics"}
 
 
@@ -84,6 +118,10 @@ def test_draft_reuses_an_earlier_literal_of_the_same_argument_and_refers_to_unkn
     found = draft_args(TOOLS.get("find_cars"), values, (0, 42), [], step=request[:42])
     assert found == {"city": "Chicago", "date": "01/10/2024"}
     reserve = draft_args(
-        TOOLS.get("reserve_car"), values, (43, len(request)), [Upstream("n1", TOOLS.get("find_cars"), found)], step="reserve it"
+        TOOLS.get("reserve_car"),
+        values,
+        (43, len(request)),
+        [Upstream("n1", TOOLS.get("find_cars"), found)],
+        step="reserve it",
     )
     assert reserve == {"car_id": "$n1.car_id", "car_type": "$n1.car_type", "date": "01/10/2024"}

@@ -44,7 +44,11 @@ def run(svc: PlannerService, request: str = REQUEST, tenant: str = "tenantA", **
 def user_tool(name: str, props: dict[str, Any], description: str = "") -> dict[str, Any]:
     return {
         "type": "function",
-        "function": {"name": name, "description": description, "parameters": {"type": "object", "properties": props, "required": list(props)}},
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": props, "required": list(props)},
+        },
     }
 
 

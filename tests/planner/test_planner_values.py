@@ -34,7 +34,14 @@ def test_spans_a_tool_argument_typically_takes() -> None:
         "Send 'Hello John' to +1 555-123-4567 and bob@example.com, see https://www.example.com/page at 10:00 AM, "
         "code ABC123, routes ['New York', 'Boston'] and 'Rome', 'Paris', and 'Oslo'"
     )
-    for value in ("Hello John", "+1 555-123-4567", "bob@example.com", "https://www.example.com/page", "10:00 AM", "ABC123"):
+    for value in (
+        "Hello John",
+        "+1 555-123-4567",
+        "bob@example.com",
+        "https://www.example.com/page",
+        "10:00 AM",
+        "ABC123",
+    ):
         assert value in found
     assert ["New York", "Boston"] in found and ["Rome", "Paris", "Oslo"] in found
 
