@@ -109,7 +109,8 @@ def build_stack(
     (the prepared weights) lets the schema guard pre-compile client schemas as the engine would;
     `registry` and `planner_llm` replace the demo tools and the engine-backed planner model (tests)."""
     metrics = GatewayMetrics()
-    model = engine_model or load_profile(settings.engine.profile).served_model_name
+    profile = load_profile(settings.engine.profile)
+    model = engine_model or profile.served_model_name
     engine = build_engine_client(settings, metrics)
     llm = planner_llm or EnginePlannerLLM(engine, model)
     knowledge = open_knowledge_base(settings)
@@ -125,7 +126,10 @@ def build_stack(
         knowledge_base=knowledge,
         registry=tools,
         planner=build_planner(
-            settings.planner, llm=llm, catalog=catalog_of(tools), embedder=CachedEmbedder(knowledge.embedder)
+            profile.planner_config(settings.planner),
+            llm=llm,
+            catalog=catalog_of(tools),
+            embedder=CachedEmbedder(knowledge.embedder),
         ),
         salter=CacheSalter(settings.isolation.scope, server_secret(settings)),
         guard=SchemaGuard(settings.schema_guard, backend, metrics, worker),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from planner.config import PlannerConfig
 from serving.errors import ConfigError
 from serving.settings import CONFIG_DIR, Settings
 
@@ -48,6 +49,16 @@ class EngineProfile(_Strict):
     )
     env: dict[str, str] = Field(default_factory=dict, description="Environment for the engine process.")
     args: list[str] = Field(default_factory=list, description="Extra vLLM server flags.")
+    planner: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Planner defaults for this model (PlannerConfig fields, e.g. grounding, tool_choice); a value "
+        "set in the configuration file or the environment still wins.",
+    )
+
+    def planner_config(self, configured: PlannerConfig) -> PlannerConfig:
+        """`configured` with this profile's planner defaults for every field the user did not set."""
+        update = {k: v for k, v in self.planner.items() if k not in configured.model_fields_set}
+        return PlannerConfig.model_validate({**configured.model_dump(), **update}) if update else configured
 
     def model_dir(self, settings: Settings) -> Path:
         """Where the servable weights folder is (prepared or local)."""

@@ -108,3 +108,15 @@ def test_schema_static_limits() -> None:
         check_static_limits({"description": "x" * 600}, limits)
     with pytest.raises(InvalidRequestError, match="local"):
         check_static_limits({"$ref": "https://example.com/schema.json"}, limits)
+
+
+def test_profiles_carry_planner_defaults_that_explicit_settings_override() -> None:
+    from planner.config import PlannerConfig
+    from serving.engine.profiles import load_profile
+
+    gpu = load_profile("phi3-mini-gpu")
+    assert gpu.planner_config(PlannerConfig()).tool_choice == "model"
+    assert gpu.planner_config(PlannerConfig()).grounding == "free"
+    assert gpu.planner_config(PlannerConfig(grounding="hybrid")).grounding == "hybrid"  # the user's choice wins
+    cpu = load_profile("smollm2-cpu").planner_config(PlannerConfig())
+    assert (cpu.tool_choice, cpu.grounding) == ("proposal", "grounded")
