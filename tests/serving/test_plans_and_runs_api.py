@@ -8,8 +8,11 @@ real demo tools, store and scheduler.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
+
+from planner.config import PlannerConfig
 
 from tests.conftest import KEY_A, KEY_B, FakeStack
 
@@ -96,3 +99,35 @@ def test_an_invalid_plan_is_refused_before_anything_runs(fake_stack: FakeStack) 
             assert response.status_code == 400 and response.json()["error"]["param"] == "plan"
         assert client.get("/v1/runs/not-a-run-id").status_code == 400
         assert client.get("/v1/runs/run_0123456789abcdef").status_code == 404
+
+
+MUSIC = [
+    {
+        "type": "function",
+        "function": {
+            "name": "play_song",
+            "description": "Play a song by title",
+            "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+        },
+    }
+]
+NOTHING_FITS = "Reconcile the quarterly ledger of the Zurich subsidiary"
+
+
+def test_nothing_fits_is_a_200_answer_on_every_surface(fake_stack_factory: Callable[..., FakeStack]) -> None:
+    stack = fake_stack_factory(planner=PlannerConfig(selection={"no_fit_below": 0.5}))
+    with stack.gateway.client() as client:
+        plan = client.post("/v1/plans", json={"request": NOTHING_FITS, "tools": MUSIC})
+        assert plan.status_code == 200, plan.text
+        assert plan.json()["plan"] is None and plan.json()["path"] == "no_plan" and plan.json()["reason"]
+        chat = client.post(
+            "/v1/chat/completions",
+            json={"model": "planner", "messages": [{"role": "user", "content": NOTHING_FITS}], "tools": MUSIC},
+        )
+        assert chat.status_code == 200, chat.text
+        assert json.loads(chat.json()["choices"][0]["message"]["content"]) == {"nodes": []}
+        assert chat.json()["planstack"]["reason"]
+        run = client.post("/v1/runs", json={"request": NOTHING_FITS, "wait": True})
+        assert run.status_code == 200, run.text
+        assert run.json()["status"] == "no_plan" and run.json()["planner"]["path"] == "no_plan"
+        assert client.get(f"/v1/runs/{run.json()['run_id']}").json()["status"] == "no_plan"
