@@ -13,7 +13,6 @@ from collections.abc import Callable
 import pytest
 
 from planner.config import PlannerConfig
-
 from tests.conftest import KEY_A, KEY_B, FakeStack
 
 pytestmark = pytest.mark.fake_upstream
