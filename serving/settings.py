@@ -157,14 +157,12 @@ class ToolCallSettings(_Section):
         4, ge=1, le=16, description="Most tool calls in one assistant turn when parallel_tool_calls is not false."
     )
     free_string_chars: int = Field(
-        32,
+        48,
         ge=4,
         le=512,
-        description="Longest free string argument (one without enum or its own bounded pattern); bounded so that "
-        "every call has a finite worst case and max_tokens never cuts it off.",
-    )
-    max_string_chars: int = Field(
-        256, ge=4, le=2048, description="Upper bound on a client `maxLength` honoured in the grammar."
+        description="Token budget of one free string argument when sizing max_tokens (strings are unbounded in "
+        "the grammar: a bounded any-character field costs outlines ~35 MB of index and vLLM keeps 128). A longer "
+        "value is cut off and re-asked once; a tool's own maxLength/pattern is enforced by validation.",
     )
     max_array_items: int = Field(4, ge=1, le=64, description="maxItems of an array argument without a smaller one.")
     number_max_digits: int = Field(9, ge=1, le=18, description="Digits of the integer part of a numeric argument.")

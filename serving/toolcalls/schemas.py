@@ -8,13 +8,15 @@ small steps, each with its own small schema (every one checked by the schema gua
    configured bound; skipped for a named tool_choice;
 2. per selected call, that tool's own parameter schema made decodable: optional properties become
    nullable (always written, null when unused; true optional properties are exponential in outlines)
-   and are dropped again when null, `additionalProperties: false`, strings without an enum or a
-   bounded pattern get a bounded free pattern (never `maxLength`, which makes outlines slow and
-   ignore patterns), integers a bounded digit count (or an enum for a small range), arrays a bounded
-   length. What the grammar cannot express (`allOf`, numeric ranges...) the validator enforces.
+   and are dropped again when null, `additionalProperties: false`, strings are any JSON string (a
+   client's `pattern` or `maxLength` never enters the grammar: a bounded repetition of any character
+   costs outlines ~35 MB of index per field and vLLM keeps 128 indexes, which filled the engine's
+   memory here; a client pattern could also explode the compile), integers a bounded digit count (or
+   an enum for a small range), arrays a bounded length. What the grammar does not express (patterns,
+   lengths, `allOf`, numeric ranges...) the validator enforces, with one re-ask.
 
-`worst_case_chars` is the longest text a decoding schema admits; `max_tokens` is set from it (a token
-is at least one character), so a call is never cut off.
+`worst_case_chars` is the longest text a decoding schema admits, a free string counted at its budget
+(`toolcalls.free_string_chars`); `max_tokens` is set from it, so a value within budget is never cut off.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from typing import Any
 from serving.settings import ToolCallSettings
 
 JsonSchema = dict[str, Any]
-FREE_CHARS = r'[^"\\\x00-\x1f]'
 _FORMAT_WIDTH = {"date": 12, "time": 24, "date-time": 40, "uuid": 38}
 _MARGIN_TOKENS = 8
 
@@ -62,7 +63,7 @@ class ArgumentGrammar:
 
     def _value(self, schema: Any) -> JsonSchema:
         if not isinstance(schema, Mapping):
-            return self._free_string(0, self.settings.free_string_chars)
+            return self._free_string()
         for key in ("anyOf", "oneOf"):
             if isinstance(schema.get(key), list) and schema[key]:
                 rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
@@ -85,7 +86,7 @@ class ArgumentGrammar:
             return builder(schema)
         if kind in ("boolean", "null"):
             return {"type": kind}
-        return self._free_string(0, self.settings.free_string_chars)  # untyped: any JSON, written as text
+        return self._free_string()  # untyped: any JSON, written as text
 
     def _object(self, schema: Mapping[str, Any]) -> JsonSchema:
         found = schema.get("properties")
@@ -108,15 +109,10 @@ class ArgumentGrammar:
         return array
 
     def _string(self, schema: Mapping[str, Any]) -> JsonSchema:
-        pattern = schema.get("pattern")
-        if isinstance(pattern, str):
-            return {"type": "string", "pattern": pattern}  # checked by argument_validator at the door
         fmt = schema.get("format")
         if fmt in _FORMAT_WIDTH:
             return {"type": "string", "format": fmt}
-        high = min(_int(schema.get("maxLength"), self.settings.free_string_chars), self.settings.max_string_chars)
-        low = min(_int(schema.get("minLength"), 0), high)
-        return self._free_string(low, high)
+        return self._free_string()  # the client's pattern / maxLength are checked by argument_validator
 
     def _integer(self, schema: Mapping[str, Any]) -> JsonSchema:
         low, high = _bound(schema, "minimum", "exclusiveMinimum", 1), _bound(schema, "maximum", "exclusiveMaximum", -1)
@@ -139,8 +135,8 @@ class ArgumentGrammar:
         return out
 
     @staticmethod
-    def _free_string(low: int, high: int) -> JsonSchema:
-        return {"type": "string", "pattern": f"^{FREE_CHARS}{{{low},{high}}}$"}
+    def _free_string() -> JsonSchema:
+        return {"type": "string"}
 
     # ---- sizing -----------------------------------------------------------------------------------
     def worst_case_chars(self, schema: Mapping[str, Any]) -> int | None:
@@ -166,8 +162,10 @@ class ArgumentGrammar:
         if kind == "string":
             if "format" in schema:
                 return _FORMAT_WIDTH.get(str(schema["format"]))
-            width = pattern_width(str(schema.get("pattern", "")))
-            return None if width is None else 2 + width
+            if "pattern" in schema:  # (not produced by this grammar: kept for schemas built elsewhere)
+                width = pattern_width(str(schema["pattern"]))
+                return None if width is None else 2 + width
+            return 2 + self.settings.free_string_chars
         if kind == "integer":
             return 1 + int(schema.get("maxDigits", self.settings.number_max_digits))
         if kind == "number":  # outlines leaves the integer part unbounded: counted as number_max_digits
