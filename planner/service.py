@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
@@ -36,88 +36,15 @@ from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
 from planner.packs import DomainPack, load_packs
 from planner.plan import Plan
 from planner.prompts import PromptBook, example_turns
+from planner.results import Attempt, Path_, PlanningFailed, PlanResult
 from planner.rules import BusinessRules
 from planner.selection import Selection, ToolSelector
 from planner.similarity import CachedEmbedder, HashingEmbedder, TextEmbedder
 from planner.validation import PlanValidator, ValidationReport
 from planner.values import RequestValues, extract, rank
 
-Path_ = Literal["model", "model_retry", "fallback", "cache", "no_plan"]
 _STRICTER: dict[Grounding, Grounding] = {"free": "hybrid", "hybrid": "grounded", "grounded": "grounded"}
 _LOOSER: dict[Grounding, Grounding] = {"grounded": "hybrid", "hybrid": "free", "free": "free"}
-
-
-@dataclass
-class Attempt:
-    number: int
-    raw_text: str
-    error: str | None = None
-    error_layer: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    calls: int = 0
-    decode_s_per_token: float | None = None
-    tools_from: str = "model"
-    grounding: str = ""
-    changes: list[str] = field(default_factory=list)
-    call_timings: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def skeleton(self) -> bool:
-        return self.tools_from == "skeleton"
-
-    def as_dict(self) -> dict[str, Any]:
-        """Everything but the grammars themselves (kept for benchmarks, too large for API answers)."""
-        out = dict(self.__dict__)
-        out["call_timings"] = [{k: v for k, v in t.items() if k != "schema"} for t in self.call_timings]
-        return out
-
-
-@dataclass
-class PlanResult:
-    plan: Plan | None
-    path: Path_
-    attempts: list[Attempt] = field(default_factory=list)
-    validation: ValidationReport | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    fallback_reason: str | None = None
-    catalog_hash: str = ""
-    reason: str | None = None  # why there is no plan (path "no_plan")
-    selection: dict[str, Any] = field(default_factory=dict)
-    packs: list[str] = field(default_factory=list)
-
-    @property
-    def usage(self) -> dict[str, int]:
-        prompt = sum(a.prompt_tokens for a in self.attempts)
-        completion = sum(a.completion_tokens for a in self.attempts)
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "plan": self.plan.model_dump(exclude_none=True) if self.plan is not None else None,
-            "path": self.path,
-            "reason": self.reason,
-            "fallback_reason": self.fallback_reason,
-            "attempts": [a.as_dict() for a in self.attempts],
-            "validation": self.validation.as_dict() if self.validation else None,
-            "timings": self.timings,
-            "usage": self.usage,
-            "catalog_hash": self.catalog_hash,
-            "selection": self.selection,
-            "packs": self.packs,
-        }
-
-
-class PlanningFailed(Exception):
-    """Neither the model nor the fallback produced a valid plan."""
-
-    retryable = False
-
-    def __init__(self, reason: str, attempts: list[Attempt]) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.attempts = attempts
 
 
 @dataclass
