@@ -93,6 +93,7 @@ class RunView(BaseModel):
     escalation: dict[str, Any] | None = None
     webhook_url: str | None = None
     deliveries: list[WebhookDelivery] = []
+    planner: dict[str, Any] | None = None
 
     def current_nodes(self) -> list[NodeResult]:
         return [node for node in self.nodes if node.round == self.round]
@@ -147,14 +148,24 @@ class RunService:
 
     # -- public API ------------------------------------------------------------------------------
 
-    async def start(self, tenant: str, request: str, plan: Plan, *, webhook_url: str | None = None) -> str:
+    async def start(
+        self,
+        tenant: str,
+        request: str,
+        plan: Plan,
+        *,
+        webhook_url: str | None = None,
+        planner: dict[str, Any] | None = None,
+    ) -> str:
         """Record a new run (leased to this process) and execute it in the background; returns its id
         at once. Over a cap: `PlanTooLarge` or a `QuotaExceeded` subclass, nothing written. The
         caller has checked `webhook_url` (`executors.webhooks.check_webhook_url`)."""
         check_plan_size(plan, self.runs_config)
         run_id = self._new_id()
         lease = await self.store.create_run(
-            RunRecord(run_id=run_id, tenant=tenant, request=request, plan=plan, webhook_url=webhook_url),
+            RunRecord(
+                run_id=run_id, tenant=tenant, request=request, plan=plan, webhook_url=webhook_url, planner=planner
+            ),
             owner=self.replica_id,
             ttl_s=self.runs_config.lease_ttl_s,
             quota=tenant_quota(self.runs_config),

@@ -17,8 +17,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
-from executors.stores import RunStoreError, open_run_store
+from executors.steering import Steering
+from executors.stores import RunStore, RunStoreError, open_run_store
 from executors.upkeep import upkeep
+from executors.webhooks import WebhookNotifier
 from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
@@ -28,9 +30,11 @@ from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, e
 from serving.isolation import CacheSalter, load_or_create_secret
 from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, RunGateway, TenantReplanner, store_unavailable
+from serving.routes import approvals as approvals_route
 from serving.routes import chat as chat_route
 from serving.routes import completions as completions_route
 from serving.routes import embeddings as embeddings_route
+from serving.routes import escalations as escalations_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
 from serving.routes import models as models_route
@@ -40,6 +44,8 @@ from serving.routes import runs as runs_route
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
 from serving.stack import Domain, build_domain
+from serving.steering import SteeringGateway
+from serving.ui import ui_router
 from serving.upstream import EngineClient
 
 logger = logging.getLogger("planstack.gateway")
@@ -107,6 +113,12 @@ def install_error_funnel(app: FastAPI, metrics: GatewayMetrics) -> None:
         return _error_response(exc, metrics)
 
 
+def steering_of(settings: Settings, store: RunStore, secret: bytes, metrics: GatewayMetrics) -> Steering:
+    """People in the loop, from settings: approvals, escalations, signed webhooks; counted in /metrics."""
+    notifier = WebhookNotifier(store, settings.webhooks, secret, on_outcome=metrics.webhook_delivery)
+    return Steering(approvals=settings.approvals, escalations=settings.escalations, notifier=notifier, observer=metrics)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -159,16 +171,23 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         store = open_run_store(settings)
+        steering = steering_of(settings, store, secret, metrics)
         runs = RunService(
-            store, DagScheduler(domain.registry, settings.executors), replanner=TenantReplanner(domain.planner, salter)
+            store,
+            DagScheduler(domain.registry, settings.executors),
+            replanner=TenantReplanner(domain.planner, salter),
+            steering=steering,
         )
-        services.run_gateway = RunGateway(runs, planning)
+        services.run_gateway = RunGateway(runs, planning, webhooks=settings.webhooks)
+        services.steering_gateway = SteeringGateway(runs, planning)
         try:
             async with upkeep(runs):  # takeover of runs whose driver died, retention purge
                 yield
         finally:
-            services.run_gateway = None
+            services.run_gateway = services.steering_gateway = None
             await runs.aclose()
+            if steering.notifier is not None:
+                await steering.notifier.aclose()
             await store.aclose()
             guard.close()
             if services.embeddings is not None:
@@ -181,8 +200,11 @@ def create_app(
     app.state.services = services
     app.state.started_at = time.time()
     routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
-    for module in (*routes, health_route, metrics_route):
+    steering_routes = (approvals_route, escalations_route)
+    for module in (*routes, *steering_routes, health_route, metrics_route):
         app.include_router(module.router)
+    if settings.ui.enabled:
+        app.include_router(ui_router())
     install_error_funnel(app, services.metrics)
     app.add_middleware(MetricsMiddleware, metrics=services.metrics)
     return app

@@ -107,12 +107,13 @@ class PostgresRunStore(RunStore):
                 if problem is not None:
                     raise problem
             await cur.execute(
-                "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json,"
-                f" created_at, updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url)"
-                f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, {NOW}, {NOW}, %s, 1, {NOW} + %s, %s, %s)"
+                "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json, created_at,"
+                " updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url, planner_json)"
+                f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, {NOW}, {NOW}, %s, 1, {NOW} + %s, %s, %s, %s)"
                 " RETURNING lease_expires_at, created_at",
                 (record.run_id, record.tenant, record.request, plan_json, record.status, record.round,
-                 record.replans, dumps(record.error), owner, ttl_s, size, record.webhook_url),
+                 record.replans, dumps(record.error), owner, ttl_s, size, record.webhook_url,
+                 dumps(record.planner)),
             )  # fmt: skip
             expires, created = await _one(cur)
             await cur.execute(

@@ -54,6 +54,9 @@ class RunRecord(BaseModel):
         default=None, description="Escalation of a run that ended for good: state, reason, who handled it."
     )
     webhook_url: str | None = Field(default=None, description="Where run events are POSTed (executors.webhooks).")
+    planner: dict[str, Any] | None = Field(
+        default=None, description="How the first plan was made (path, attempts, timings), as the gateway recorded it."
+    )
     budget_round: int = Field(
         default=0, description="First round counted against the step and re-plan budgets (an operator resets it)."
     )

@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS runs (
     escalation TEXT,
     escalation_json TEXT,
     webhook_url TEXT,
-    budget_round INTEGER NOT NULL DEFAULT 0
+    budget_round INTEGER NOT NULL DEFAULT 0,
+    planner_json TEXT
 );
 CREATE TABLE IF NOT EXISTS run_plans (
     run_id TEXT NOT NULL REFERENCES runs (run_id),
@@ -114,6 +115,7 @@ ADDED_COLUMNS: dict[str, str] = {
     "escalation_json": "TEXT",
     "webhook_url": "TEXT",
     "budget_round": "INTEGER NOT NULL DEFAULT 0",
+    "planner_json": "TEXT",
 }
 """Columns of `runs` newer than its first layout: added to an older store when it is opened."""
 SCHEMA_SQLITE = _TABLES.format(real="REAL") + "-- after migration" + _INDEXES
@@ -127,7 +129,7 @@ RUN_TABLES = ("webhook_deliveries", "events", "node_results", "run_plans", "runs
 
 RUN_COLUMNS = (
     "run_id, tenant, request, plan_json, status, round, replans, error_json, created_at, updated_at,"
-    " lease_owner, lease_expires_at, approval_json, escalation_json, webhook_url, budget_round"
+    " lease_owner, lease_expires_at, approval_json, escalation_json, webhook_url, budget_round, planner_json"
 )
 SELECT_RUN = f"SELECT {RUN_COLUMNS} FROM runs"
 
@@ -153,6 +155,7 @@ def run_from_row(row: Any, now: float) -> RunRecord:
         escalation=_loads(row[13]),
         webhook_url=row[14],
         budget_round=row[15],
+        planner=_loads(row[16]),
     )
 
 

@@ -119,10 +119,11 @@ class SqliteRunStore(SqliteSteering, RunStore):
                         raise problem
                 cur.execute(
                     "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json,"
-                    " created_at, updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                    " created_at, updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url,"
+                    " planner_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
                     (record.run_id, record.tenant, record.request, plan_json, record.status, record.round,
-                     record.replans, dumps(record.error), now, now, owner, now + ttl_s, size, record.webhook_url),
+                     record.replans, dumps(record.error), now, now, owner, now + ttl_s, size, record.webhook_url,
+                     dumps(record.planner)),
                 )  # fmt: skip
                 cur.execute(
                     "INSERT INTO run_plans (run_id, round, plan_json, created_at) VALUES (?, ?, ?, ?)",
