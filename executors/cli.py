@@ -26,6 +26,7 @@ from executors.config import ExecutorConfig
 from executors.registry import ToolRegistry
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
+from executors.steering import Steering
 from executors.stores import RunBusy, RunEvent, RunsConfig, RunStore, RunStoreError, default_store_url, open_run_store
 from executors.tools import default_registry
 from executors.upkeep import purge
@@ -41,6 +42,8 @@ _MARKS = {
     "node_failed": ("✗", "red"),
     "node_skipped": ("–", "dim"),
     "replan": ("⟳", "magenta"),
+    "awaiting_approval": ("⏸", "yellow"),
+    "escalated": ("⚑", "red"),
 }
 
 
@@ -55,8 +58,11 @@ def build_app(
     registry_factory: Callable[[], ToolRegistry] = default_registry,
     config: ExecutorConfig | None = None,
     runs_config: RunsConfig | None = None,
+    steering: Steering | None = None,
+    page_url: Callable[[str], str] | None = None,
 ) -> typer.Typer:
-    """The Typer app with the `run` and `runs purge` commands; hooks are injected here, not read from globals."""
+    """The Typer app with the `run` and `runs purge` commands; hooks are injected here, not read from globals.
+    `page_url` (run id → the web UI's page of the run) is printed when a run starts."""
     app = typer.Typer(help="Run plans with the executors.", no_args_is_help=True, add_completion=False)
     runs_app = typer.Typer(help="Maintain the run store.", no_args_is_help=True)
     app.add_typer(runs_app, name="runs")
@@ -88,6 +94,8 @@ def build_app(
                     config=config or ExecutorConfig(),
                     plan_factory=plan_factory,
                     console=None if json_output else console,
+                    steering=steering,
+                    page_url=page_url,
                 )
             )
         except _CliError as exc:
@@ -103,7 +111,7 @@ def build_app(
             if view.error:
                 console.print(f"[red]run {view.status}:[/] {view.error.get('error')} ({view.error.get('type')})")
             console.print(f"run [bold]{view.run_id}[/] {view.status} · store {run_store.display_url}")
-        raise typer.Exit(0 if view.status == "succeeded" else 1)
+        raise typer.Exit({"succeeded": 0, "awaiting_approval": 3}.get(view.status, 1))
 
     @runs_app.command("purge")
     def purge_command(
@@ -164,8 +172,10 @@ async def _execute(
     config: ExecutorConfig,
     plan_factory: PlanFactory | None,
     console: Console | None,
+    steering: Steering | None = None,
+    page_url: Callable[[str], str] | None = None,
 ) -> RunView:
-    service = RunService(store, DagScheduler(registry, config))
+    service = RunService(store, DagScheduler(registry, config), steering=steering)
     try:
         if resume is not None:
             if await service.get(tenant, resume) is None:
@@ -180,9 +190,13 @@ async def _execute(
                 text = request or ""
                 plan = await plan_factory(text)
             run_id = await service.start(tenant, text, plan)
+        if console is not None and page_url is not None:
+            console.print(f"run page: {page_url(run_id)}  (the gateway's web UI, tenant {tenant!r})")
         async for event in service.events(tenant, run_id):
             if console is not None:
                 print_event(console, event)
+            if event.type == "awaiting_approval":  # a person decides, on the run page or the API
+                break
         return await service.wait(tenant, run_id)
     finally:
         await service.aclose()
@@ -204,6 +218,12 @@ def print_event(console: Console, event: RunEvent) -> None:
         return
     mark, colour = _MARKS[event.type]
     data = event.data
+    if event.type == "awaiting_approval":
+        console.print(f"[{colour}]{mark} waiting for approval[/] ({data.get('kind')}, round {event.round})")
+        return
+    if event.type == "escalated":
+        console.print(f"[{colour}]{mark} escalated[/] ({data.get('reason')}): see GET /v1/escalations")
+        return
     if event.type == "replan":
         console.print(
             f"[{colour}]{mark} re-plan #{data.get('replans')}[/] → round {event.round}, {data.get('nodes')} nodes"

@@ -15,6 +15,7 @@ import httpx
 import typer
 
 from executors.cli import build_app as build_run_app
+from executors.steering import Steering
 from planner.catalog import CatalogError
 from planner.plan import Plan
 from planner.render import render_tree
@@ -88,6 +89,12 @@ def register(app: typer.Typer) -> None:
     """Add `plan` and `run` to the main CLI."""
     app.command("plan")(plan_command)
     settings = load_settings()
-    run_app = build_run_app(plan_factory=_plan_for_run, config=settings.executors, runs_config=settings.runs)
+    run_app = build_run_app(
+        plan_factory=_plan_for_run,
+        config=settings.executors,
+        runs_config=settings.runs,
+        steering=Steering(approvals=settings.approvals, escalations=settings.escalations),
+        page_url=lambda run_id: f"{settings.ui_url}#/runs/{run_id}",
+    )
     app.registered_commands.extend(run_app.registered_commands)
     app.registered_groups.extend(run_app.registered_groups)  # `runs purge`

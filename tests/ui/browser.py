@@ -74,6 +74,28 @@ def wait_for(driver: webdriver.Chrome, condition: Callable[[webdriver.Chrome], T
     return result
 
 
+def text_of(driver: webdriver.Chrome, css: str) -> str | None:
+    """The text of the first element matching `css`, read in one step (the page re-renders live, so a
+    found element may be replaced before a second call could read it); None when there is none."""
+    text: str | None = driver.execute_script(
+        "const el = document.querySelector(arguments[0]); return el ? el.innerText : null;", css
+    )
+    return text
+
+
+def attribute_of(driver: webdriver.Chrome, css: str, name: str) -> str | None:
+    value: str | None = driver.execute_script(
+        "const el = document.querySelector(arguments[0]); return el ? el.getAttribute(arguments[1]) : null;", css, name
+    )
+    return value
+
+
+def click(driver: webdriver.Chrome, css: str, timeout_s: float = 10) -> None:
+    """Click the element matching `css` once it exists (found and clicked in one step)."""
+    script = "const el = document.querySelector(arguments[0]); if (!el) return false; el.dispatchEvent(new MouseEvent('click', {bubbles: true})); return true;"
+    wait_for(driver, lambda d: d.execute_script(script, css), timeout_s)
+
+
 def node_statuses(driver: webdriver.Chrome) -> dict[str, str]:
     """node id → its status, as drawn in the DAG (the `data-status` of each SVG node)."""
     script = "return [...document.querySelectorAll('#dag g.node')].map(g => [g.dataset.node, g.dataset.status]);"
