@@ -18,15 +18,6 @@ find_both() {
 }
 
 if find_both; then exit 0; fi
-if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "Chromium not found: install Debian's 'chromium' and 'chromium-driver' packages" >&2
-    exit 1
-fi
-echo "installing Chromium (Debian packages 'chromium', 'chromium-driver') for the web-UI tests" >&2
-(
-    flock 9
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq chromium chromium-driver >&2
-) 9>/tmp/planstack-apt.lock
+source "$(dirname "$0")/apt_install.sh"
+apt_install "Chromium for the web-UI tests" chromium chromium-driver
 find_both
