@@ -69,6 +69,20 @@ class EngineSettings(_Section):
     extra_args: list[str] = Field(
         default_factory=list, description="Extra command-line flags appended to the vLLM server command."
     )
+    affinity_header: str = Field(
+        "X-Session-ID",
+        pattern=r"^([A-Za-z0-9][A-Za-z0-9-]{0,63})?$",
+        description="Header carrying a hash of the request's cache salt on every engine request, so that a "
+        "router with consistent hashing keeps a tenant on one engine (serving/routing.py). vllm-router "
+        "hashes on X-Session-ID; empty disables the header.",
+    )
+    health_path: str = Field(
+        "/health",
+        max_length=128,
+        pattern=r"^/([A-Za-z0-9_.-]+/?)*$",
+        description="Path the gateway's /health probes on engine.host:engine.port. Behind vllm-router use "
+        "/readiness (200 while at least one engine is healthy; its /health is 503 if any engine is down).",
+    )
 
     @property
     def base_url(self) -> str:
@@ -92,7 +106,23 @@ class GatewaySettings(_Section):
         False, description="Log every request line (uvicorn access log); /metrics counts requests either way."
     )
     max_concurrent_upstream: int = Field(
-        64, gt=0, description="Requests relayed to the engine at once; past it clients get 429 + Retry-After."
+        64,
+        gt=0,
+        description="Requests in flight to the engine at once (chat, planner and re-planner traffic together); "
+        "past it clients get 429 + Retry-After.",
+    )
+    max_concurrent_upstream_per_tenant: int = Field(
+        48,
+        gt=0,
+        description="Of those, the most one tenant may hold; past it that tenant gets 429 + Retry-After while "
+        "the others still find slots. Above max_concurrent_upstream it is capped there (one tenant can then "
+        "take every slot).",
+    )
+    replan_slot_wait_s: float = Field(
+        30.0,
+        ge=0,
+        description="How long a run's re-planning (no client waiting on it) may wait for a free engine slot "
+        "before the run fails with `replan_failed`; client requests get their 429 at once.",
     )
 
 

@@ -17,10 +17,21 @@ from executors import escalations
 from executors.approvals import ApprovalExpired, Decider, NotAwaitingApproval, sanitize_name
 from executors.escalations import NotEscalated
 from executors.runs import RunService, RunView
+from executors.steering import Steering
+from executors.stores import RunStore
+from executors.webhooks import WebhookNotifier
 from planner.plan import Plan
 from serving.auth import Principal
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError
+from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, run_errors
+from serving.settings import Settings
+
+
+def steering_of(settings: Settings, store: RunStore, secret: bytes, metrics: GatewayMetrics) -> Steering:
+    """People in the loop, from settings: approvals, escalations, signed webhooks; counted in /metrics."""
+    notifier = WebhookNotifier(store, settings.webhooks, secret, on_outcome=metrics.webhook_delivery)
+    return Steering(approvals=settings.approvals, escalations=settings.escalations, notifier=notifier, observer=metrics)
 
 
 class DecisionCreate(BaseModel):

@@ -17,9 +17,9 @@ from pydantic import SecretStr
 
 from serving.app import create_app
 from serving.settings import Settings
+from serving.stack import build_stack
 from tests.conftest import FAKE_MODEL, KEY_A, gateway_settings
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream
-from tests.reliability.helpers import domain_with
 from tests.ui.helpers import ToolCalls, steering_registry
 
 SECRET = "ui-test-secret-0123456789abcdef"
@@ -51,10 +51,8 @@ class SteeringStack:
             self.upstream = ServerThread(create_fake_upstream(FAKE_MODEL, FakeBehaviour())).start()
         values = {**FAST, **self.overrides, "secret": SecretStr(SECRET)}
         self.settings = gateway_settings(self.tmp_path, self.upstream.url, **values)
-        http = httpx.AsyncClient()
-        domain = domain_with(self.settings, steering_registry(self.calls), FAKE_MODEL, http)
-        app = create_app(self.settings, engine_model=FAKE_MODEL, model_dir=None, http=http, domain=domain)
-        self.gateway = ServerThread(app).start()
+        stack = build_stack(self.settings, engine_model=FAKE_MODEL, registry=steering_registry(self.calls))
+        self.gateway = ServerThread(create_app(stack)).start()
         return self
 
     def restart(self) -> None:

@@ -8,15 +8,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from executors.approvals import ApprovalsConfig
-from executors.cli import build_app
-from executors.steering import Steering
+from serving.cli import app
 from serving.settings import Settings
-from tests.ui.helpers import ToolCalls, steering_registry
+from tests.fakes.upstream import free_port
 
-
-def page(run_id: str) -> str:
-    return f"http://ops.internal:8000/ui/#/runs/{run_id}"
+PLAN = {"nodes": [{"id": "n1", "tool": "get_weather", "args": {"city": "Hangzhou", "date": "2027-06-20"}}]}
 
 
 def test_the_ui_url_comes_from_the_settings(tmp_path: Path) -> None:
@@ -27,16 +23,22 @@ def test_the_ui_url_comes_from_the_settings(tmp_path: Path) -> None:
 
 
 def test_planstack_run_prints_the_run_page_and_stops_at_an_approval(tmp_path: Path) -> None:
-    calls = ToolCalls()
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"nodes": [{"id": "n1", "tool": "nap", "args": {"label": "a", "seconds": 0.01}}]}))
-    steering = Steering(approvals=ApprovalsConfig(plan_tenants=["ops"]))
-    app = build_app(registry_factory=lambda: steering_registry(calls), steering=steering, page_url=page)
+    plan.write_text(json.dumps(PLAN))
+    env = {
+        "COLUMNS": "200",
+        "PLANSTACK_HOME": str(tmp_path / "home"),
+        "PLANSTACK_SECRET": "cli-test-secret-" + "0" * 16,
+        "PLANSTACK_ENGINE__PORT": str(free_port()),  # no engine: a given plan needs none
+        "PLANSTACK_UI__PUBLIC_URL": "http://ops.internal:8000",
+        "PLANSTACK_APPROVALS__PLAN_TENANTS": '["ops"]',
+    }
     store = str(tmp_path / "runs.sqlite3")
-    done = CliRunner().invoke(app, ["run", "--plan", str(plan), "--store", store, "--tenant", "dev"])
+    done = CliRunner().invoke(app, ["run", "--plan", str(plan), "--store", store, "--tenant", "dev"], env=env)
     assert done.exit_code == 0, done.output
-    assert "run page: http://ops.internal:8000/ui/#/runs/run_" in done.output and calls.counts["a"] == 1
-    paused = CliRunner().invoke(app, ["run", "--plan", str(plan), "--store", store, "--tenant", "ops"])
+    assert "run page: http://ops.internal:8000/ui/#/runs/run_" in done.output
+    assert "✓ r0 n1 get_weather" in done.output
+    paused = CliRunner().invoke(app, ["run", "--plan", str(plan), "--store", store, "--tenant", "ops"], env=env)
     assert paused.exit_code == 3, paused.output
-    assert "waiting for approval" in paused.output and "awaiting_approval" in paused.output
-    assert calls.counts["a"] == 1  # the plan waits for a person: nothing ran
+    assert "waiting for approval (plan, round 0)" in paused.output and "awaiting_approval" in paused.output
+    assert "get_weather" not in paused.output.split("waiting for approval")[0]  # nothing ran before the pause
