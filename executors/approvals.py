@@ -33,7 +33,7 @@ from executors.stores import RunRecord
 
 if TYPE_CHECKING:
     from executors.registry import ToolSpec
-    from executors.runs import RunService
+    from executors.runs import Announcement, RunService
 
 Verdict = Literal["approved", "rejected", "expired"]
 MAX_DECISIONS = 200  # decisions kept per run (oldest dropped first)
@@ -232,18 +232,10 @@ async def decide(
         reason=None if reason is None else reason[:MAX_REASON_CHARS],
         replan=replan and verdict == "rejected" and not late,
     )
-    lease = await service.store.reopen(
-        tenant,
-        run_id,
-        owner=service.replica_id,
-        ttl_s=service.runs_config.lease_ttl_s,
-        expect="awaiting_approval",
-        approval=state.decided(decision),
-    )
-    if lease is None:
+    announce: Announcement = ("approval_decided", decision.model_dump(mode="json"))
+    if not await service.reopen(tenant, run_id, "awaiting_approval", announce, approval=state.decided(decision)):
         raise NotAwaitingApproval(f"run {run_id!r} is no longer awaiting approval: someone decided first")
     service.steering.observer.approval_decided(tenant, decision.verdict, decision.waited_s)
-    service.launch(lease, resumed=True, announce=("approval_decided", decision.model_dump(mode="json")))
     if late:
         raise ApprovalExpired(f"the approval request of run {run_id!r} expired before this decision")
     return decision

@@ -102,12 +102,11 @@ async def reopen(
         verdict="approved", kind="plan", round=new_round, by=by, at=time.time(), waited_s=0.0, reason=action
     )
     state = handled(escalation, action, by, None)
-    lease = await service.store.reopen(
+    reopened = await service.reopen(
         tenant,
         run_id,
-        owner=service.replica_id,
-        ttl_s=service.runs_config.lease_ttl_s,
-        expect="escalated",
+        "escalated",
+        ("escalation_reopened", {**state, "round": new_round}),
         approval=ApprovalState.of(record).decided(consent),
         escalation=state,
         plan=plan or record.plan,
@@ -115,10 +114,9 @@ async def reopen(
         replans=0,
         budget_round=new_round,
     )
-    if lease is None:
+    if not reopened:
         raise NotEscalated(f"run {run_id!r} has no open escalation any more: someone handled it first")
     service.steering.observer.escalation_handled(tenant, action)
-    service.launch(lease, resumed=True, announce=("escalation_reopened", {**state, "round": new_round}))
     return new_round
 
 

@@ -51,6 +51,7 @@ from executors.stores import (
     EventType,
     Lease,
     LeaseLost,
+    ReopenFrom,
     RunEvent,
     RunRecord,
     RunStatus,
@@ -231,6 +232,17 @@ class RunService:
 
     async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
         return await self.store.list_runs(tenant, limit=limit)
+
+    async def reopen(self, tenant: str, run_id: str, expect: ReopenFrom, announce: Announcement, **fields: Any) -> bool:
+        """Move a paused or escalated run back to `running` under this process's lease (`RunStore.reopen`
+        with `fields`) and drive it, its first event saying why; False when someone else was first."""
+        lease = await self.store.reopen(
+            tenant, run_id, owner=self.replica_id, ttl_s=self.runs_config.lease_ttl_s, expect=expect, **fields
+        )
+        if lease is None:
+            return False
+        self.launch(lease, resumed=True, announce=announce)
+        return True
 
     async def decide(
         self,
