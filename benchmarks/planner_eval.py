@@ -285,17 +285,18 @@ def _valid(schema: dict[str, Any], value: Any) -> bool:
 
 
 def _accepts(schema: dict[str, Any], value: Any) -> bool:
-    """Whether the (outlines-flavoured) value grammar accepts `value`; `{"other": v}` counts as v."""
-    try:
-        jsonschema.validate(value, schema)
-        return True
-    except jsonschema.ValidationError:
-        pass
-    try:
-        jsonschema.validate({"other": value}, schema)
-        return True
-    except jsonschema.ValidationError:
-        return _accepts_nested_other(schema, value)
+    """Whether the (outlines-flavoured) value grammar accepts `value`, as is or written the way the grammar
+    writes it: `{"other": v}` (the grounded detour) or `{"ref": r}` (a reference in free/hybrid modes)."""
+    forms = [value, {"other": value}]
+    if parse_reference(value) is not None:
+        forms.append({"ref": value})
+    for form in forms:
+        try:
+            jsonschema.validate(form, schema)
+            return True
+        except jsonschema.ValidationError:
+            continue
+    return _accepts_nested_other(schema, value)
 
 
 def _accepts_nested_other(schema: dict[str, Any], value: Any) -> bool:

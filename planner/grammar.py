@@ -13,9 +13,13 @@ written (strings bounded in length and without `"`/`\\`; see `GrammarConfig`). V
 request (planner/values.py) are *preferred*, and the grounding mode says how strongly:
 
 - `free`:     the schema's own values only (strong models; candidates appear in the prompt only);
-- `hybrid`:   the candidates as an enum next to the free value (same JSON type);
+- `hybrid`:   the candidates as an enum next to the free value (same JSON type; the costliest grammar
+  to compile with outlines, which builds the product of the overlapping alternatives);
 - `grounded`: the candidates as an enum; a value outside them must be written as `{"other": ...}`,
   a deliberate detour a small model rarely takes by accident. `unwrap_other` removes the wrapper.
+
+In `free` and `hybrid` a reference is written `{"ref": "$n1.total"}` (unwrapped the same way), so that it
+never overlaps a free string in the grammar.
 
 References: `$nK` (the whole output of an upstream node) is always offered; `$nK.field` where the
 upstream tool declares an output schema, for fields of a compatible type. A skeleton (a retrieved
@@ -39,6 +43,7 @@ from planner.values import Candidate, RequestValues, name_tokens, rank
 
 JsonSchema = dict[str, Any]
 OTHER = "other"
+REF = "ref"
 _COMPATIBLE = {
     "number": {"number", "integer", ""},
     "integer": {"integer", "number", ""},
@@ -172,7 +177,7 @@ class SchemaBuilder:
         if isinstance(kind, list):
             return _union([self._value({**schema, "type": k}, slot, context) for k in kind if k != "null"])
         refs = self._refs(str(kind or ""), context) if slot.depth == 0 else []
-        ref_option = {"enum": refs} if refs else None
+        ref_option = _ref_option(refs, context.grounding)
         if "const" in schema:
             return {"const": schema["const"]}
         if "enum" in schema:
@@ -369,11 +374,31 @@ def _allows_null(schema: Mapping[str, Any]) -> bool:
     return any(_allows_null(option) for option in schema.get("anyOf", []))
 
 
+def _ref_option(refs: list[str], grounding: Grounding) -> JsonSchema | None:
+    """References as an enum of strings (grounded: free text sits behind {"other": ...}), or wrapped as
+    {"ref": ...} where a free string is next to them: a string enum beside a free string makes outlines
+    build their product (measured: 0.58 s against 0.09 s for one node of 4 such arguments)."""
+    if not refs:
+        return None
+    if grounding == "grounded":
+        return {"enum": refs}
+    return {"type": "object", "properties": {REF: {"enum": refs}}, "required": [REF], "additionalProperties": False}
+
+
+def wrap_reference(value: Any) -> Any:
+    """A reference string as `free`/`hybrid` grammars write it: `{"ref": "$n1.x"}`."""
+    if isinstance(value, str) and value.startswith("$n"):
+        return {REF: value}
+    if isinstance(value, list):
+        return [wrap_reference(v) for v in value]
+    return value
+
+
 def unwrap_other(value: Any) -> Any:
-    """`{"other": v}` (the grounded mode's detour) → v, at any depth."""
+    """`{"other": v}` (the grounded detour) and `{"ref": r}` (a wrapped reference) → v / r, at any depth."""
     if isinstance(value, dict):
-        if set(value) == {OTHER}:
-            return unwrap_other(value[OTHER])
+        if len(value) == 1 and (OTHER in value or REF in value):
+            return unwrap_other(next(iter(value.values())))
         return {k: unwrap_other(v) for k, v in value.items()}
     if isinstance(value, list):
         return [unwrap_other(v) for v in value]

@@ -58,10 +58,15 @@ class PromptBook:
         description = tool.description if len(tool.description) <= 120 else tool.description[:117] + "..."
         return self.render("catalog_tool", name=tool.name, args=args, description=description, outputs=outputs)
 
-    def system(self, catalog: ToolCatalog, *, grounded: bool = False) -> str:
-        rule = self.render("value_rule_grounded") if grounded else ""
+    def system(self, catalog: ToolCatalog, *, grounding: str = "free") -> str:
+        """The system prompt; how values and references are written depends on the grounding mode
+        (planner/grammar.py: grounded references are strings, free/hybrid ones `{"ref": ...}`)."""
+        grounded = grounding == "grounded"
         return self.render(
-            "planner_system", catalog="\n".join(self.tool_line(tool) for tool in catalog), value_rule=rule
+            "planner_system",
+            catalog="\n".join(self.tool_line(tool) for tool in catalog),
+            value_rule=self.render("value_rule_grounded") if grounded else "",
+            ref_example='"$n1" or "$n1.total"' if grounded else '{"ref": "$n1.total"}',
         )
 
     def request(

@@ -31,7 +31,7 @@ from planner.demos import (
 )
 from planner.drafting import draft_args
 from planner.fallback import FallbackError, proposal_plan
-from planner.grammar import Upstream, ValueContext
+from planner.grammar import Upstream, ValueContext, wrap_reference
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
 from planner.packs import DomainPack, load_packs
 from planner.plan import Plan
@@ -313,6 +313,8 @@ class PlannerService:
             refs = reference_hints(step.text if step else req.text, tool.arg_names(), upstream)
             text = step.text if step is not None else req.text
             draft = draft_args(tool, req.values, span, upstream, preferred, text) if config.argument_hints else None
+            if draft is not None and plan_try.grounding != "grounded":  # references as the grammar writes them
+                draft = {k: wrap_reference(v) for k, v in draft.items()}
             return NodeTurn(context, step.text if step is not None else req.text, shown, refs, draft)
 
         given: list[str] | None = None
@@ -343,7 +345,7 @@ class PlannerService:
             if hints and not oneshot and req.selection.sequence != [t for _, t in steps if t]:
                 request_turn += "\nProposed tools: " + json.dumps(req.selection.sequence)
             messages: list[Message] = [
-                {"role": "system", "content": self.prompts.system(shortlist, grounded=grounding == "grounded")},
+                {"role": "system", "content": self.prompts.system(shortlist, grounding=grounding)},
                 *turns,
                 {"role": "user", "content": request_turn + extra},
             ]

@@ -65,10 +65,10 @@ def test_prompts_render_from_templates() -> None:
     config = PlannerConfig()
     book = PromptBook(config.prompts_dir, config.prompt_version)
     catalog = demo_catalog()
-    system = book.system(catalog, grounded=True)
+    system = book.system(catalog, grounding="grounded")
     assert "search_flights(origin: string, destination: string, date: string, max_price?: number)" in system
     assert "$n1.total" in system and '{"other": "..."}' in system  # $$ escape rendered; grounded rule shown
-    assert '{"other"' not in book.system(catalog)
+    assert '{"other"' not in book.system(catalog) and '{"ref": "$n1.total"}' in book.system(catalog)
     demo = Demonstration(
         "Weather in Hangzhou on 2027-06-20, then convert 100 USD to CNY",
         {

@@ -113,12 +113,18 @@ def test_references_whole_output_without_schema_and_typed_fields_with_one() -> N
             "required": ["amount", "text"],
         }
     )
-    context = ValueContext("free", upstream=[Upstream("n1", plain), Upstream("n2", typed)])
-    schema = SchemaBuilder(GrammarConfig(), 6).args_schema(consumer, context)
-    assert accepts(schema, {"amount": "$n2.total", "text": "$n1"})
-    assert accepts(schema, {"amount": "$n1", "text": "$n2.label"})
-    assert not accepts(schema, {"amount": "$n2.label", "text": "x"})  # a string field for a number
-    assert not accepts(schema, {"amount": "$n3", "text": "x"})  # not upstream
+    upstream = [Upstream("n1", plain), Upstream("n2", typed)]
+    grounded = SchemaBuilder(GrammarConfig(), 6).args_schema(consumer, ValueContext("grounded", upstream=upstream))
+    assert accepts(grounded, {"amount": "$n2.total", "text": "$n1"})
+    assert accepts(grounded, {"amount": "$n1", "text": "$n2.label"})
+    assert not accepts(grounded, {"amount": "$n2.label", "text": "x"})  # a string field for a number
+    assert not accepts(grounded, {"amount": "$n3", "text": "x"})  # not upstream
+    # free mode: a reference is wrapped, so that it never overlaps a free string in the grammar
+    free = SchemaBuilder(GrammarConfig(), 6).args_schema(consumer, ValueContext("free", upstream=upstream))
+    wrapped = {"amount": {"ref": "$n2.total"}, "text": {"ref": "$n1"}}
+    assert accepts(free, wrapped) and unwrap_other(wrapped) == {"amount": "$n2.total", "text": "$n1"}
+    assert accepts(free, {"amount": 3.5, "text": "$n1 as plain text"})
+    assert not accepts(free, {"amount": {"ref": "$n3"}, "text": "x"})
 
 
 def test_a_client_pattern_never_enters_the_grammar() -> None:
