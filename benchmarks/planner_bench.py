@@ -107,11 +107,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "sets": {},
     }
     sets = eval_sets(args)
+    stem = args.out or "planner"
+    if args.merge and (RESULTS / f"{stem}.json").is_file():  # keep what an earlier (interrupted) run measured
+        earlier = json.loads((RESULTS / f"{stem}.json").read_text())
+        report["sets"] = earlier.get("sets", {})
     async with standalone_planner_llm(args.engine_url, args.model, timeout_s=300) as llm:
         for data in sets:
             others = [d for d in sets if d.name != data.name]
-            entry: dict[str, Any] = {"split": data.split, "n": len(data.scored), "variants": []}
+            entry: dict[str, Any] = report["sets"].get(data.name) or {"split": data.split, "n": len(data.scored)}
+            entry.setdefault("variants", [])
             report["sets"][data.name] = entry
+            done = {v["key"] for v in entry["variants"]}
             plans = {
                 "zeroshot": (
                     "planner, zero-shot (no demonstrations)",
@@ -150,23 +156,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             }
             for key in args.variants:
                 label, variant_config, demos = plans[key]
-                if key == "cross" and not demos:
+                if (key == "cross" and not demos) or key in done:
                     continue
                 result = await planner_eval.run_planner(label, data.scored, variant_config, llm, emb, demos, data.name)
                 entry["variants"].append({"key": key, **result})
-                _write(report, args.out or "planner")
+                _write(report, stem)
             entry["baselines"] = [
                 await planner_eval.proposal_only(data.scored, config, emb),
                 await planner_eval.nearest_copy(data.scored, data.pool, emb),
             ]
-            _write(report, args.out or "planner")
-        if args.travel:
+            _write(report, stem)
+        if args.travel and not (args.merge and "travel_meeting" in report["sets"]):
             cases = _travel_cases(args.travel)
             result = await planner_eval.run_planner(
                 "planner with the travel pack (its demonstrations)", cases, config, llm, emb, [], "travel"
             )
             report["sets"]["travel_meeting"] = {"n": len(cases), "variants": [{"key": "pack", **result}]}
-            _write(report, args.out or "planner")
+            _write(report, stem)
     return report
 
 
@@ -223,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_cmd.add_argument("--backend", default="outlines", help="the engine's structured-output backend (label only)")
     run_cmd.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     run_cmd.add_argument("--travel", type=int, default=20, help="travel/meeting requests (0: skip)")
+    run_cmd.add_argument("--merge", action="store_true", help="keep the sets/variants an earlier run measured")
     args = parser.parse_args(argv)
     if args.command == "compile":
         report = compile_report(args.model_dir, args.timeout, args.sizes)

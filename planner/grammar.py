@@ -151,10 +151,13 @@ class SchemaBuilder:
 
     @staticmethod
     def bare_plan_schema(catalog: ToolCatalog, max_nodes: int) -> JsonSchema:
-        """The naive baseline: `{"steps": [{"tool": <name>, "args": <any object>}]}`."""
+        """The naive baseline: `{"steps": [{"tool": <name>, "args": {<name>: <scalar>}}]}`. (Arguments as
+        any JSON object — `{"type": "object"}` — cost outlines a 212 MB index per grammar: 128 cached
+        per-request grammars of it OOM-killed the engine here.)"""
+        flat = {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean", "null"]}}
         step = {
             "type": "object",
-            "properties": {"tool": {"enum": catalog.names()}, "args": {"type": "object"}},
+            "properties": {"tool": {"enum": catalog.names()}, "args": flat},
             "required": ["tool", "args"],
             "additionalProperties": False,
         }
