@@ -35,25 +35,36 @@ def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
+def load_templates(directory: Path, names: Sequence[str], version: str, prefix: str = "") -> dict[str, Template]:
+    """`<directory>/<prefix><name>.<version>.txt` for every name; a missing file is an error at start-up."""
+    templates: dict[str, Template] = {}
+    for name in names:
+        path = directory / f"{prefix}{name}.{version}.txt"
+        if not path.is_file():
+            raise FileNotFoundError(f"prompt template {path} is missing")
+        templates[name] = Template(path.read_text().rstrip("\n"))
+    return templates
+
+
+def signature(tool: ToolDef) -> str:
+    """`title: string, count?: integer` — the arguments, required first, `?` for optional ones."""
+    required = set(tool.required)
+    return ", ".join(
+        f"{name}{'' if name in required else '?'}: {_type_name(tool.properties[name])}" for name in tool.arg_names()
+    )
+
+
 class PromptBook:
     def __init__(self, directory: Path, version: str) -> None:
         self.version = version
-        self.templates: dict[str, Template] = {}
-        for name in TEMPLATES:
-            path = directory / f"{name}.{version}.txt"
-            if not path.is_file():
-                raise FileNotFoundError(f"prompt template {path} is missing")
-            self.templates[name] = Template(path.read_text().rstrip("\n"))
+        self.templates = load_templates(directory, TEMPLATES, version)
 
     def render(self, template: str, **values: Any) -> str:
         return self.templates[template].substitute(**values)
 
     # pieces ---------------------------------------------------------------------------------
     def tool_line(self, tool: ToolDef) -> str:
-        required = set(tool.required)
-        args = ", ".join(
-            f"{name}{'' if name in required else '?'}: {_type_name(tool.properties[name])}" for name in tool.arg_names()
-        )
+        args = signature(tool)
         outputs = ", ".join(path for path, kind in tool.output_fields if kind != "object") or "(not described)"
         description = tool.description if len(tool.description) <= 120 else tool.description[:117] + "..."
         return self.render("catalog_tool", name=tool.name, args=args, description=description, outputs=outputs)

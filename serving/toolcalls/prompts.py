@@ -7,13 +7,12 @@ turn "Result of NAME: ...". The tool list is appended to the first system messag
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from string import Template
 from typing import Any
 
 from planner.catalog import ToolCatalog, ToolDef
+from planner.prompts import compact, load_templates, signature
 from serving.protocol import ChatMessage
 from serving.settings import CONFIG_DIR
 
@@ -33,27 +32,15 @@ MAX_DESCRIPTION_CHARS = 160
 MAX_RESULT_CHARS = 4000
 
 
-def compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-
-
 class ToolPrompts:
     def __init__(self, directory: Path = CONFIG_DIR / "prompts", version: str = "v1") -> None:
-        self.templates: dict[str, Template] = {}
-        for name in TEMPLATES:
-            path = directory / f"toolcall_{name}.{version}.txt"
-            if not path.is_file():
-                raise FileNotFoundError(f"prompt template {path} is missing")
-            self.templates[name] = Template(path.read_text().rstrip("\n"))
+        self.templates = load_templates(directory, TEMPLATES, version, prefix="toolcall_")
 
     def render(self, template: str, **values: Any) -> str:
         return self.templates[template].substitute(**values)
 
     def tool_line(self, tool: ToolDef) -> str:
-        required = set(tool.required)
-        args = ", ".join(
-            f"{name}{'' if name in required else '?'}: {_type_name(tool.properties[name])}" for name in tool.arg_names()
-        )
+        args = signature(tool)
         description = tool.description
         if len(description) > MAX_DESCRIPTION_CHARS:
             description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
@@ -111,19 +98,3 @@ def _call_parts(call: Mapping[str, Any]) -> tuple[str, str]:
         name if isinstance(name, str) else "a tool",
         arguments if isinstance(arguments, str) else compact(arguments or {}),
     )
-
-
-def _type_name(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    if isinstance(schema.get("enum"), list):
-        return "|".join(compact(value) for value in schema["enum"][:8]) + ("|..." if len(schema["enum"]) > 8 else "")
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return "|".join(str(k) for k in kind)
-    if kind == "array":
-        return f"list of {_type_name(schema.get('items'))}"
-    if "anyOf" in schema or "oneOf" in schema:
-        options = schema.get("anyOf") or schema.get("oneOf") or []
-        return "|".join(_type_name(option) for option in options)
-    return str(kind or "any")

@@ -159,7 +159,8 @@ def test_every_grammar_has_a_bounded_worst_case_and_max_tokens_covers_it() -> No
 def test_bare_and_one_shot_baseline_grammars() -> None:
     catalog = demo_catalog()
     bare = SchemaBuilder.bare_plan_schema(catalog, 3)
-    assert accepts(bare, {"steps": [{"tool": "get_weather", "args": {"anything": [1, 2]}}]})
+    assert accepts(bare, {"steps": [{"tool": "get_weather", "args": {"anything": 1, "else": "x"}}]})
+    assert not accepts(bare, {"steps": [{"tool": "get_weather", "args": {"nested": [1, 2]}}]})  # flat scalars only
     assert not accepts(bare, {"steps": [{"tool": "nope", "args": {}}]})
     rich = SchemaBuilder(GrammarConfig(), 3).plan_schema(catalog)
     assert not accepts(rich, {"steps": [{"tool": "get_weather", "args": {"anything": 1}}]})
