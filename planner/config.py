@@ -156,9 +156,10 @@ class PlannerConfig(BaseModel):
     prompt_max_chars: int = Field(
         default=4800,
         ge=500,
-        description="Budget for the rendered prompt (characters, ~2.9 per SmolLM2 token): the farthest "
-        "demonstrations are dropped until it fits, so prompt + output stay inside the model's context "
-        "(2048 tokens for SmolLM2).",
+        description="Budget for the whole staged conversation (characters, ~2.9 per SmolLM2 token): the "
+        "prompt plus ~650 characters per expected node turn; the farthest demonstrations are dropped until it "
+        "fits, so prompt + output stay inside the model's context (2048 tokens for SmolLM2). An engine that still "
+        "says the prompt is too long gets the next attempt without demonstrations.",
     )
     prompt_max_tools: int = Field(
         default=8,

@@ -43,6 +43,7 @@ from planner.similarity import CachedEmbedder, HashingEmbedder, TextEmbedder
 from planner.validation import PlanValidator, ValidationReport
 from planner.values import RequestValues, extract, rank
 
+NODE_TURN_CHARS = 650  # a node's prompt (step, values, earlier outputs, draft) and answer, measured on NESTFUL
 _STRICTER: dict[Grounding, Grounding] = {"free": "hybrid", "hybrid": "grounded", "grounded": "grounded"}
 _LOOSER: dict[Grounding, Grounding] = {"grounded": "hybrid", "hybrid": "free", "free": "free"}
 
@@ -56,6 +57,7 @@ class _Try:
     excluded: dict[str, list[Any]] = field(default_factory=dict)
     feedback: str = ""
     changes: list[str] = field(default_factory=list)
+    short_prompt: bool = False  # no demonstrations: the engine said the conversation was too long
 
 
 @dataclass
@@ -218,10 +220,15 @@ class PlannerService:
             t1 = time.perf_counter()
             try:
                 decoded = await self._decode(req, plan_try, cache_salt, extra)
-            except LLMRejected as exc:  # the engine refused a grammar: next time a smaller, cacheable one
+            except LLMRejected as exc:
                 attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine", changes=plan_try.changes))
                 decode_s += time.perf_counter() - t1
-                plan_try = _Try("free", False, plan_try.excluded, "", ["grounding free (engine refused the grammar)"])
+                if "context length" in str(exc) or "input tokens" in str(exc):  # too long: no examples next time
+                    plan_try = _Try(plan_try.grounding, False, plan_try.excluded, "", ["no demonstrations"], True)
+                else:  # the engine refused a grammar: next time a smaller, cacheable one
+                    plan_try = _Try(
+                        "free", False, plan_try.excluded, "", ["grounding free (engine refused the grammar)"]
+                    )
                 continue
             decode_s += time.perf_counter() - t1
             attempt = _attempt(number, decoded, plan_try)
@@ -282,7 +289,7 @@ class PlannerService:
         config = self.config
         shortlist = req.selection.shortlist
         skeleton = req.skeleton if plan_try.use_skeleton else None
-        demos = req.demos
+        demos = [] if plan_try.short_prompt else req.demos
         if config.strategy != "staged":
             messages = self._messages(req, demos, oneshot=True, extra=extra + plan_try.feedback)
             grammar = None if config.strategy == "unconstrained" else config.strategy
@@ -349,7 +356,12 @@ class PlannerService:
                 *turns,
                 {"role": "user", "content": request_turn + extra},
             ]
-            if len(kept) <= 1 or sum(len(m["content"]) for m in messages) <= self.config.prompt_max_chars:
+            # the staged decoder appends two turns per node (its step, values, draft and its answer)
+            growth = NODE_TURN_CHARS * max(
+                1, len(req.skeleton.tools()) if req.skeleton else len(req.selection.sequence)
+            )
+            total = sum(len(m["content"]) for m in messages) + (0 if oneshot else growth)
+            if not kept or total <= self.config.prompt_max_chars:
                 return messages
             kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
 

@@ -197,3 +197,13 @@ def test_every_model_call_is_sized_to_its_grammar_worst_case() -> None:
     run(svc)
     for call in llm.history:
         assert call["max_tokens"] >= worst_case_chars(call["schema"], svc.config.grammar) + 1
+
+
+def test_a_conversation_too_long_for_the_model_is_retried_without_examples() -> None:
+    too_long = LLMRejected("This model's maximum context length is 2048 tokens (parameter=input_tokens)", status=400)
+    llm = FakePlannerLLM(too_long, WEATHER)
+    result = run(service(llm), "Weather in Hangzhou on June 20?")
+    assert result.path == "model_retry" and result.attempts[1].changes == ["no demonstrations"]
+    first, second = llm.history[0]["messages"], llm.history[1]["messages"]
+    assert len(first) > 4  # the travel pack's examples, as turns
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]  # request, tools, node
