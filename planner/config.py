@@ -18,7 +18,7 @@ CONFIG_DIR = REPO_ROOT / "configs"
 
 DecodingStrategy = Literal["staged", "one_shot", "bare", "unconstrained"]
 OptionalArgs = Literal["nullable", "omit", "optional"]
-Grounding = Literal["grounded", "hybrid", "free"]
+Grounding = Literal["strict", "grounded", "hybrid", "free"]
 ToolChoice = Literal["model", "proposal"]
 
 
@@ -106,7 +106,8 @@ class PlannerConfig(BaseModel):
         default="grounded",
         description="How strongly values found in the request are preferred (planner/grammar.py): 'grounded' "
         "(an enum; other values only through an explicit {\"other\": ...}), 'hybrid' (the enum next to free "
-        "values), 'free' (the schema's values only; candidates are shown in the prompt).",
+        "values), 'free' (the schema's values only; candidates are shown in the prompt). 'strict' (request values "
+        "only where the request has any) is what a repair uses after a cut-off answer; not a mode to configure.",
     )
     tool_choice: ToolChoice = Field(
         default="proposal",

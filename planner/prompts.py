@@ -72,7 +72,7 @@ class PromptBook:
     def system(self, catalog: ToolCatalog, *, grounding: str = "free") -> str:
         """The system prompt; how values and references are written depends on the grounding mode
         (planner/grammar.py: grounded references are strings, free/hybrid ones `{"ref": ...}`)."""
-        grounded = grounding == "grounded"
+        grounded = grounding in ("grounded", "strict")
         return self.render(
             "planner_system",
             catalog="\n".join(self.tool_line(tool) for tool in catalog),

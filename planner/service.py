@@ -44,8 +44,13 @@ from planner.validation import PlanValidator, ValidationReport
 from planner.values import RequestValues, extract, rank
 
 NODE_TURN_CHARS = 650  # a node's prompt (step, values, earlier outputs, draft) and answer, measured on NESTFUL
-_STRICTER: dict[Grounding, Grounding] = {"free": "hybrid", "hybrid": "grounded", "grounded": "grounded"}
-_LOOSER: dict[Grounding, Grounding] = {"grounded": "hybrid", "hybrid": "free", "free": "free"}
+_STRICTER: dict[Grounding, Grounding] = {
+    "free": "hybrid",
+    "hybrid": "grounded",
+    "grounded": "strict",
+    "strict": "strict",
+}
+_LOOSER: dict[Grounding, Grounding] = {"strict": "grounded", "grounded": "hybrid", "hybrid": "free", "free": "free"}
 
 
 @dataclass
@@ -320,7 +325,7 @@ class PlannerService:
             refs = reference_hints(step.text if step else req.text, tool.arg_names(), upstream)
             text = step.text if step is not None else req.text
             draft = draft_args(tool, req.values, span, upstream, preferred, text) if config.argument_hints else None
-            if draft is not None and plan_try.grounding != "grounded":  # references as the grammar writes them
+            if draft is not None and plan_try.grounding not in ("grounded", "strict"):  # as the grammar writes refs
                 draft = {k: wrap_reference(v) for k, v in draft.items()}
             return NodeTurn(context, step.text if step is not None else req.text, shown, refs, draft)
 
