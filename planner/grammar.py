@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner import safe_regex
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import GrammarConfig, Grounding
 from planner.values import Candidate, RequestValues, name_tokens, rank
@@ -358,10 +359,19 @@ def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:
 
 
 def _fits_string(value: Any, schema: Mapping[str, Any]) -> bool:
-    """A string candidate within the argument's own length bounds (its pattern is checked by validation)."""
-    return isinstance(value, str) and int(schema.get("minLength", 0)) <= len(value) <= int(
+    """A string candidate within the argument's own bounds and matching its pattern (RE2: a client pattern is
+    never run with Python's backtracking `re`; one RE2 refuses was rejected with the catalog)."""
+    if not isinstance(value, str) or not int(schema.get("minLength", 0)) <= len(value) <= int(
         schema.get("maxLength", 10**6)
-    )
+    ):
+        return False
+    pattern = schema.get("pattern")
+    if not isinstance(pattern, str):
+        return True
+    try:
+        return safe_regex.search(pattern, value)
+    except safe_regex.UnsafePattern:
+        return False
 
 
 def _in_range(value: float, schema: Mapping[str, Any]) -> bool:
