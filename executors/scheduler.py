@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from executors.breaker import BreakerBoard
-from executors.conditions import check_condition
+from executors.conditions import check_condition_off_loop
 from executors.config import ExecutorConfig
 from executors.errors import ExecutorError, RunTimeout, StepCapReached, ToolExecutionError, UpstreamFailed
 from executors.execution import (
@@ -309,7 +309,7 @@ class _RoundRunner:
         input_hash = sha256_json(json_args)
         previous = self.reusable.get((spec.name, spec.version, input_hash))
         if previous is not None:
-            await self._settle(self._reused(node, previous, fallback_for))
+            await self._settle(await self._reused(node, previous, fallback_for))
             return
         if self.steps >= self.max_steps:
             self.stop = StepCapReached(f"step cap reached: {self.max_steps} tool executions in this run")
@@ -363,11 +363,11 @@ class _RoundRunner:
         result.summary = summarize_result(result, max_chars=self.scheduler.config.summary_chars)
         return result
 
-    def _reused(self, node: PlanNode, previous: NodeResult, fallback_for: str | None) -> NodeResult:
+    async def _reused(self, node: PlanNode, previous: NodeResult, fallback_for: str | None) -> NodeResult:
         error: dict[str, Any] | None = None
         passed: bool | None = None
         if node.success_condition is not None:
-            outcome = check_condition(
+            outcome = await check_condition_off_loop(
                 node.success_condition, previous.output, max_chars=self.scheduler.config.max_condition_chars
             )
             passed = outcome.passed

@@ -1,0 +1,50 @@
+"""Child process of the security tests: a real gateway (uvicorn) in its own process, so that a test
+can attack it and time `/health` from outside while the attack runs.
+
+The tools are the demo tools plus the test tools of `helpers.fault_registry` and `bulk(count)` (an
+output of `count` small objects, for worst-case conditions). The engine is whatever listens at
+ENGINE_URL (the tests' fake upstream).
+
+python -m tests.reliability.sec_worker HOME PORT ENGINE_URL
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+import uvicorn
+from pydantic import BaseModel, SecretStr
+
+from serving.app import create_app
+from serving.settings import EngineSettings, Settings
+from tests.conftest import API_KEYS, FAKE_MODEL
+from tests.reliability.helpers import domain_with, fault_registry
+
+
+class Bulk(BaseModel):
+    items: list[dict[str, str | int]]
+
+
+def main(home: str, port: str, engine_url: str) -> None:
+    parsed = urlparse(engine_url)
+    engine = EngineSettings(host=parsed.hostname or "127.0.0.1", port=parsed.port or 80, connect_timeout_s=0.5)
+    settings = Settings(home=Path(home), api_keys=SecretStr(API_KEYS), engine=engine)
+    http = httpx.AsyncClient()
+    registry = fault_registry(Path(home) / "calls.txt")
+
+    @registry.tool(version="1", timeout_s=30)
+    def bulk(count: int) -> Bulk:
+        """`count` (≤ 7,000) small objects: about 1 MiB of JSON at the most."""
+        return Bulk(items=[{"id": f"{i:06d}" + "x" * 114, "n": i} for i in range(min(count, 7_000))])
+
+    app = create_app(
+        settings, engine_model=FAKE_MODEL, model_dir=None, domain=domain_with(settings, registry, FAKE_MODEL, http)
+    )
+    uvicorn.run(app, host="127.0.0.1", port=int(port), log_level="warning")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
