@@ -17,6 +17,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from planner.safe_regex import FORMAT_CHECKER, pattern_problems
+
 TOOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,63}$")
 ARG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_TOOLS = 128
@@ -175,8 +177,12 @@ def _check_parameters(parameters: Any, where: str, problems: list[str]) -> None:
 
 
 def _check_schema(schema: Any, where: str, problems: list[str]) -> bool:
+    unsafe = pattern_problems(schema, where)  # patterns are matched with RE2 only: refuse what it cannot take
+    if unsafe:
+        problems.extend(unsafe)
+        return False
     try:
-        Draft202012Validator.check_schema(schema)
+        Draft202012Validator.check_schema(schema, format_checker=FORMAT_CHECKER)
     except SchemaError as exc:
         problems.append(f"{where}: not a valid JSON Schema ({exc.message})")
         return False

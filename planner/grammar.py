@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planner import safe_regex
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import GrammarConfig
 from planner.slots import SlotValues
@@ -263,7 +264,7 @@ def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:
 
 
 def _fits(value: str, schema: Mapping[str, Any]) -> bool:
-    if "pattern" in schema and not re.search(str(schema["pattern"]), value):
+    if "pattern" in schema and not safe_regex.search(str(schema["pattern"]), value):
         return False
     return int(schema.get("minLength", 0)) <= len(value) <= int(schema.get("maxLength", 10**6))
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from executors.conditions import condition_problem
@@ -20,6 +19,7 @@ from planner.catalog import ToolCatalog
 from planner.issues import Issue
 from planner.plan import REFERENCE_RE, Plan
 from planner.rules import BusinessRules
+from planner.safe_regex import schema_validator
 
 Layer = Literal["schema", "dag", "arguments", "rules"]
 LAYERS: tuple[Layer, ...] = ("schema", "dag", "arguments", "rules")
@@ -100,7 +100,7 @@ class PlanValidator:
         self.catalog = catalog
         self.rules = rules
         self.max_nodes = max_nodes
-        self._validators = {tool.name: Draft202012Validator(with_references(dict(tool.parameters))) for tool in catalog}
+        self._validators = {tool.name: schema_validator(with_references(dict(tool.parameters))) for tool in catalog}
 
     def validate(self, candidate: str | Mapping[str, Any] | Plan) -> ValidationReport:
         report = ValidationReport()
