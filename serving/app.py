@@ -138,7 +138,7 @@ def create_app(
     planning = PlanningGateway(domain.planner, salter, metrics)
     services = Services(
         settings=settings,
-        auth=ApiKeyAuth.from_spec(settings.api_keys.get_secret_value() if settings.api_keys else None),
+        auth=ApiKeyAuth.from_settings(settings),
         salter=salter,
         metrics=metrics,
         engine=engine,

@@ -12,6 +12,7 @@ import typer
 
 from benchmarks.harness.cli import app as bench_app
 from retrieval.cli import app as index_app
+from serving.auth import ApiKeyAuth
 from serving.commands import register as register_product_commands
 from serving.engine.model_prep import prepare_model
 from serving.engine.process import EngineProcess, pid_alive, port_in_use, read_state
@@ -133,6 +134,7 @@ def serve(
     settings, profile = _setup()
     engine: EngineProcess | None = None
     try:
+        ApiKeyAuth.from_settings(settings)  # a public bind without real keys fails here, before the engine starts
         prepared = prepare_model(profile, settings)
         if external_engine or port_in_use(settings.engine.host, settings.engine.port):
             typer.echo(f"using the engine already listening at {settings.engine.base_url}")
