@@ -184,6 +184,7 @@ class SqliteRunStore:
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                Path(self.path).touch(mode=0o600, exist_ok=True)  # private from the start; -wal/-shm get its mode
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash

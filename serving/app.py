@@ -23,7 +23,7 @@ from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
 from serving.dependencies import Services
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
-from serving.isolation import CacheSalter, load_or_create_secret
+from serving.isolation import CacheSalter, server_secret
 from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, RunGateway, TenantReplanner, store_unavailable
 from serving.routes import chat as chat_route
@@ -118,11 +118,7 @@ def create_app(
         timeout=httpx.Timeout(settings.engine.request_timeout_s, connect=settings.engine.connect_timeout_s),
         limits=httpx.Limits(max_connections=settings.gateway.max_concurrent_upstream + 8),
     )
-    secret = (
-        settings.secret.get_secret_value().encode()
-        if settings.secret is not None
-        else load_or_create_secret(settings.home / "secret")
-    )
+    secret = server_secret(settings)
     engine = EngineClient(
         settings.engine.base_url,
         timeout_s=settings.engine.request_timeout_s,

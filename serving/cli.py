@@ -18,6 +18,7 @@ from serving.engine.model_prep import prepare_model
 from serving.engine.process import EngineProcess, pid_alive, port_in_use, read_state
 from serving.engine.profiles import EngineProfile, load_profile
 from serving.errors import PlanstackError
+from serving.isolation import server_secret
 from serving.settings import Settings, load_settings
 
 app = typer.Typer(help="planstack: a self-hosted planner/executor stack on vLLM.", no_args_is_help=True)
@@ -135,6 +136,7 @@ def serve(
     engine: EngineProcess | None = None
     try:
         ApiKeyAuth.from_settings(settings)  # a public bind without real keys fails here, before the engine starts
+        server_secret(settings)  # so does a secret file open to others, or empty
         prepared = prepare_model(profile, settings)
         if external_engine or port_in_use(settings.engine.host, settings.engine.port):
             typer.echo(f"using the engine already listening at {settings.engine.base_url}")

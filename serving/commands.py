@@ -20,17 +20,13 @@ from planner.plan import Plan
 from planner.render import render_tree
 from planner.service import PlanningFailed
 from serving.engine.profiles import load_profile
-from serving.isolation import CacheSalter, load_or_create_secret
+from serving.isolation import CacheSalter, server_secret
 from serving.settings import Settings, load_settings
 from serving.stack import build_domain
 
 
 def _salt(settings: Settings, tenant: str) -> str:
-    secret = (
-        settings.secret.get_secret_value().encode()
-        if settings.secret is not None
-        else load_or_create_secret(settings.home / "secret")
-    )
+    secret = server_secret(settings)
     return CacheSalter(settings.isolation.scope, secret).salt(tenant)
 
 
