@@ -20,8 +20,8 @@ from executors.conditions import (
     MAX_FANOUT,
     MAX_INPUT_BYTES,
     MAX_ITEMS,
+    ConditionEvaluator,
     check_condition,
-    check_condition_off_loop,
     condition_problem,
 )
 
@@ -60,7 +60,9 @@ async def lag_while(expression: str, output: Any) -> tuple[float, float, bool]:
 
     task = asyncio.create_task(ticker())
     started = time.perf_counter()
-    outcome = await check_condition_off_loop(expression, output)
+    evaluator = ConditionEvaluator()
+    outcome = await evaluator.check(expression, output)
+    evaluator.close()
     took = time.perf_counter() - started
     done.set()
     await task

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from executors.breaker import BreakerBoard, counts_against_tool
-from executors.conditions import ConditionOutcome, check_condition_off_loop
+from executors.conditions import ConditionEvaluator, ConditionOutcome
 from executors.config import ExecutorConfig
 from executors.errors import CircuitOpenError, ExecutorError, ToolOutputError, ToolTimeoutError, as_tool_error
 from executors.observation import NodeResult, sha256_json, summarize_result
@@ -105,6 +105,7 @@ class NodeExecutor:
         self._sleep = sleep
         self._wall_clock = wall_clock
         self._monotonic = monotonic
+        self.conditions = ConditionEvaluator()  # success conditions: off the event loop
 
     async def execute(
         self,
@@ -157,7 +158,7 @@ class NodeExecutor:
             await self._sleep(delay)
         outcome: ConditionOutcome | None = None
         if error is None and node.success_condition is not None:  # evaluated off the event loop
-            outcome = await check_condition_off_loop(
+            outcome = await self.conditions.check(
                 node.success_condition, output, max_chars=self._config.max_condition_chars
             )
         return self._result(

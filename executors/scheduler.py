@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from executors.breaker import BreakerBoard
-from executors.conditions import check_condition_off_loop
 from executors.config import ExecutorConfig
 from executors.errors import ExecutorError, RunTimeout, StepCapReached, ToolExecutionError, UpstreamFailed
 from executors.execution import (
@@ -367,7 +366,7 @@ class _RoundRunner:
         error: dict[str, Any] | None = None
         passed: bool | None = None
         if node.success_condition is not None:
-            outcome = await check_condition_off_loop(
+            outcome = await self.executor.conditions.check(
                 node.success_condition, previous.output, max_chars=self.scheduler.config.max_condition_chars
             )
             passed = outcome.passed

@@ -46,7 +46,7 @@ def gateway_process(home: Path, behaviour: FakeBehaviour | None = None) -> Itera
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while True:
             assert proc.poll() is None, (home / "gateway.log").read_text()[-2000:]
             try:

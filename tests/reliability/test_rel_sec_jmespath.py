@@ -23,9 +23,9 @@ pytestmark = [pytest.mark.fake_upstream, pytest.mark.timeout(300)]
 
 BLOWUP = "[@,@][]|" * 22 + "length(@)"
 WORST_ALLOWED = [  # the most expensive shapes benchmarks/condition_worst_case.py found within the bounds
-    "length([@,@,@,@][]|[@,@][]|[?contains(to_string(@), 'zz')]) > `0`",
-    "max_by([@,@,@,@][]|[@,@][], &length(to_string(@))).n > `0`",
-    "length(to_string([@,@,@,@,@,@,@,@])) > `0`",
+    "length(items|[@,@,@,@][]|[@,@][]|[?contains(to_string(@), 'x')]) > `0`",
+    "max_by(items|[@,@,@,@][]|[@,@][], &length(to_string(@))).n > `0`",
+    "length(to_string(items|[@,@,@,@,@,@,@,@])) > `0`",
 ]
 
 
@@ -48,9 +48,13 @@ def test_blowup_condition_is_refused_at_validation_and_health_stays_fast(tmp_pat
     assert statuses == [400, 400, 400]
 
 
-def test_worst_allowed_conditions_on_a_1_mib_output_leave_health_fast(tmp_path: Path) -> None:
-    nodes = [
-        {"id": f"n{i}", "tool": "bulk", "args": {"count": 7000}, "success_condition": condition}
+def test_worst_allowed_conditions_leave_health_fast(tmp_path: Path) -> None:
+    # Outputs of 2,000 objects (~280 KiB): the conditions' cost grows with them, but so does the
+    # executor's own work on each output (validation, hashing, the store), which is not under test
+    # here; the worst case on a 1 MiB output is measured by benchmarks/condition_worst_case.py.
+    nodes = [  # one after the other
+        {"id": f"n{i}", "tool": "bulk", "args": {"count": 2000}, "success_condition": condition}
+        | ({"depends_on": [f"n{i - 1}"]} if i > 1 else {})
         for i, condition in enumerate(WORST_ALLOWED, start=1)
     ]
     assert all(condition_problem(n["success_condition"]) is None for n in nodes)
