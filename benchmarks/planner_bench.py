@@ -31,6 +31,8 @@ from planner.llm import PlannerLLM, VLLMChatClient
 from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, demo_catalog
 from planner.slots import extract_values
+from serving.engine.process import existing_engine_key
+from serving.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -391,7 +393,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     chosen = [VARIANTS[VARIANT_KEYS[k]] for k in args.variants]
     rules = yaml.safe_load(base.rules_path.read_text())["rules"]
     async with httpx.AsyncClient() as http:
-        llm = VLLMChatClient(args.engine_url, args.model, http, timeout_s=300)
+        key = existing_engine_key(load_settings())  # the engine's key, when it was started from this home
+        llm = VLLMChatClient(args.engine_url, args.model, http, timeout_s=300, api_key=key)
         travel_catalog = demo_catalog()
         travel = load_travel(args.limit)
         travel_demos = WordOverlapDemonstrations.from_jsonl(base.demonstrations_path)

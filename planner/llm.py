@@ -67,13 +67,21 @@ class VLLMChatClient:
     """`POST {base_url}/v1/chat/completions` on a vLLM OpenAI server, streamed to time the first token."""
 
     def __init__(
-        self, base_url: str, model: str, http: httpx.AsyncClient, *, timeout_s: float = 120.0, stream: bool = True
+        self,
+        base_url: str,
+        model: str,
+        http: httpx.AsyncClient,
+        *,
+        timeout_s: float = 120.0,
+        stream: bool = True,
+        api_key: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.http = http
         self.timeout_s = timeout_s
         self.stream = stream
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
 
     def body(
         self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int, cache_salt: str | None
@@ -107,7 +115,7 @@ class VLLMChatClient:
         try:
             if self.stream:
                 return await self._streamed(url, body, start)
-            response = await self.http.post(url, json=body, timeout=self.timeout_s)
+            response = await self.http.post(url, json=body, headers=self.headers, timeout=self.timeout_s)
             _raise_for_status(response.status_code, response.text)
             return _parse_full(response.json(), time.perf_counter() - start)
         except httpx.TimeoutException as exc:
@@ -120,7 +128,7 @@ class VLLMChatClient:
         ttft: float | None = None
         usage: dict[str, Any] = {}
         finish: str | None = None
-        async with self.http.stream("POST", url, json=body, timeout=self.timeout_s) as response:
+        async with self.http.stream("POST", url, json=body, headers=self.headers, timeout=self.timeout_s) as response:
             if response.status_code >= 400:
                 await response.aread()
                 _raise_for_status(response.status_code, response.text)

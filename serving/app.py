@@ -22,6 +22,7 @@ from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
 from serving.dependencies import Services
+from serving.engine.process import engine_api_key
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.isolation import CacheSalter, server_secret
 from serving.metrics import GatewayMetrics
@@ -125,6 +126,7 @@ def create_app(
         connect_timeout_s=settings.engine.connect_timeout_s,
         max_connections=settings.gateway.max_concurrent_upstream + 8,
         metrics=metrics,
+        api_key=engine_api_key(settings),
     )
     backend = settings.engine.structured_outputs_backend
     worker = CompileWorker(model_dir, backend) if model_dir is not None else None

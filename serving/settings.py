@@ -65,6 +65,11 @@ class EngineSettings(_Section):
     extra_args: list[str] = Field(
         default_factory=list, description="Extra command-line flags appended to the vLLM server command."
     )
+    api_key: SecretStr | None = Field(
+        None,
+        description="Key the engine requires on every route but /health, known only to the gateway "
+        "(env PLANSTACK_ENGINE__API_KEY). Unset: a random one is created once in <home>/engine-key (mode 0600).",
+    )
 
     @property
     def base_url(self) -> str:

@@ -16,6 +16,7 @@ from executors.tools import KnowledgeSearch, default_registry
 from planner.catalog import ToolCatalog
 from planner.llm import VLLMChatClient
 from planner.service import PlannerService
+from serving.engine.process import engine_api_key
 from serving.settings import Settings
 
 
@@ -50,7 +51,11 @@ def knowledge_for(settings: Settings) -> KnowledgeSearch | None:
 def build_domain(settings: Settings, *, engine_model: str, http: httpx.AsyncClient) -> Domain:
     registry = default_registry(knowledge=knowledge_for(settings))
     llm = VLLMChatClient(
-        settings.engine.base_url, engine_model, http, timeout_s=settings.engine.request_timeout_s
+        settings.engine.base_url,
+        engine_model,
+        http,
+        timeout_s=settings.engine.request_timeout_s,
+        api_key=engine_api_key(settings),
     )
     planner = PlannerService.from_config(settings.planner, llm=llm, catalog=catalog_of(registry))
     return Domain(planner=planner, registry=registry, run_store_path=settings.home / "runs.sqlite3")

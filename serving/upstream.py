@@ -44,8 +44,10 @@ class EngineClient:
         connect_timeout_s: float,
         max_connections: int,
         metrics: GatewayMetrics | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
         self._timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
         self._max_connections = max_connections
@@ -61,6 +63,7 @@ class EngineClient:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._max_connections),
                 timeout=aiohttp.ClientTimeout(total=self._timeout_s, sock_connect=self._connect_timeout_s),
+                headers=self._headers,
             )
         return self._session
 

@@ -197,6 +197,7 @@ async def run_accuracy(
     from benchmarks.harness.planners import GatewayPlanner, NearestCopy, ServicePlanner, build_service
     from benchmarks.harness.stats import across_repeats
     from planner.llm import VLLMChatClient
+    from serving.engine.process import existing_engine_key
     from serving.settings import load_settings
 
     if config.online and not config.engine_url:
@@ -206,7 +207,13 @@ async def run_accuracy(
     runs: list[dict[str, Any]] = []
     async with httpx.AsyncClient(timeout=config.timeout_s) as http:
         llm = (
-            VLLMChatClient(config.engine_url, config.model or "", http, timeout_s=config.timeout_s)
+            VLLMChatClient(
+                config.engine_url,
+                config.model or "",
+                http,
+                timeout_s=config.timeout_s,
+                api_key=existing_engine_key(load_settings()),
+            )
             if config.engine_url
             else None
         )

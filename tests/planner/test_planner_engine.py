@@ -23,10 +23,12 @@ REQUESTS = [
 ]
 
 
-def plan_with(engine_url: str, engine_model: str, request: str, tenant: str = "test", **config: Any) -> PlanResult:
+def plan_with(
+    engine: tuple[str, str | None], engine_model: str, request: str, tenant: str = "test", **config: Any
+) -> PlanResult:
     async def go() -> PlanResult:
         async with httpx.AsyncClient() as http:
-            llm = VLLMChatClient(engine_url, engine_model, http, timeout_s=180)
+            llm = VLLMChatClient(engine[0], engine_model, http, timeout_s=180, api_key=engine[1])
             svc = PlannerService.from_config(
                 PlannerConfig(today=date(2026, 11, 30), **config), llm=llm, catalog=demo_catalog()
             )
@@ -36,8 +38,10 @@ def plan_with(engine_url: str, engine_model: str, request: str, tenant: str = "t
 
 
 @pytest.mark.parametrize("request_text", REQUESTS)
-def test_model_plans_use_only_known_tools_and_arguments(engine_url: str, engine_model: str, request_text: str) -> None:
-    result = plan_with(engine_url, engine_model, request_text, fallback_enabled=False)
+def test_model_plans_use_only_known_tools_and_arguments(
+    engine_url: str, engine_key: str | None, engine_model: str, request_text: str
+) -> None:
+    result = plan_with((engine_url, engine_key), engine_model, request_text, fallback_enabled=False)
     assert result.path in ("model", "model_retry")
     assert result.validation is not None and result.validation.ok
     catalog = demo_catalog()
@@ -47,9 +51,9 @@ def test_model_plans_use_only_known_tools_and_arguments(engine_url: str, engine_
     assert result.usage["completion_tokens"] > 0
 
 
-def test_fallback_engages_when_the_model_path_fails(engine_url: str, engine_model: str) -> None:
+def test_fallback_engages_when_the_model_path_fails(engine_url: str, engine_key: str | None, engine_model: str) -> None:
     # max_tokens forced to 8: every JSON answer is cut off, so the model path fails for real
-    result = plan_with(engine_url, engine_model, REQUESTS[0], max_tokens_cap=8, max_retries=1)
+    result = plan_with((engine_url, engine_key), engine_model, REQUESTS[0], max_tokens_cap=8, max_retries=1)
     assert result.path == "fallback"
     assert result.fallback_reason and "JSON" in result.fallback_reason
     assert len(result.attempts) == 2 and all(a.error_layer == "schema" for a in result.attempts)

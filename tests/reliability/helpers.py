@@ -18,6 +18,7 @@ from executors.tools import default_registry
 from planner.llm import VLLMChatClient
 from planner.plan import Plan
 from planner.service import PlannerService
+from serving.engine.process import engine_api_key
 from serving.settings import Settings
 from serving.stack import Domain, catalog_of
 
@@ -105,7 +106,13 @@ def fault_registry(calls_file: Path, *, block_label: str | None = None, with_dem
 
 def domain_with(settings: Settings, registry: ToolRegistry, engine_model: str, http: httpx.AsyncClient) -> Domain:
     """The gateway's domain over `registry` (the planner's catalog comes from it, as in build_domain)."""
-    llm = VLLMChatClient(settings.engine.base_url, engine_model, http, timeout_s=settings.engine.request_timeout_s)
+    llm = VLLMChatClient(
+        settings.engine.base_url,
+        engine_model,
+        http,
+        timeout_s=settings.engine.request_timeout_s,
+        api_key=engine_api_key(settings),
+    )
     planner = PlannerService.from_config(settings.planner, llm=llm, catalog=catalog_of(registry))
     return Domain(planner=planner, registry=registry, run_store_path=settings.home / "runs.sqlite3")
 
