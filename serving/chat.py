@@ -81,7 +81,7 @@ class ChatService:
                     "response_format.json_schema is required when type is json_schema",
                     param="response_format.json_schema",
                 )
-            await self._guard.check(fmt.json_schema.schema_)
+            await self._guard.check(fmt.json_schema.schema_, tenant=principal.tenant)
         salt = self._salter.salt(principal.tenant, session)
         return request.engine_body(model=self.engine_model, cache_salt=salt)
 

@@ -105,6 +105,15 @@ class StoreUnavailableError(PlanstackError):
     retryable = True
 
 
+class SchemaCheckUnavailableError(PlanstackError):
+    """The schema compile check could not run (its worker died and is being restarted)."""
+
+    status = 503
+    type = "service_unavailable"
+    code = "schema_check_unavailable"
+    retryable = True
+
+
 class EngineTimeoutError(PlanstackError):
     status = 504
     type = "timeout"

@@ -120,6 +120,12 @@ class SchemaGuardSettings(_Section):
     max_depth: int = Field(12, gt=0, description="Deepest nesting of a client schema.")
     max_nodes: int = Field(2_000, gt=0, description="Most sub-schemas (objects, arrays, branches) in one schema.")
     cache_size: int = Field(512, ge=0, description="Pre-check verdicts remembered, keyed by schema hash.")
+    max_waiting: int = Field(
+        16, gt=0, description="Requests waiting for (or in) a compile check at once; past it 429 + Retry-After."
+    )
+    max_waiting_per_tenant: int = Field(
+        4, gt=0, description="Of those, at most this many from one tenant (one tenant cannot take the queue)."
+    )
 
 
 class Settings(BaseSettings):

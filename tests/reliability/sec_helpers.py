@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import FAKE_MODEL, KEY_A
-from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream, free_port
+from tests.conftest import KEY_A
+from tests.fakes.upstream import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 HEALTH_BOUND_S = 0.2  # the issue's bound on /health latency while an attack runs
@@ -25,7 +25,6 @@ HEALTH_BOUND_S = 0.2  # the issue's bound on /health latency while an attack run
 @dataclass
 class GatewayProcess:
     url: str
-    upstream: FakeBehaviour
     proc: subprocess.Popen[bytes]
 
     def client(self, key: str = KEY_A, timeout: float = 120) -> httpx.Client:
@@ -33,30 +32,21 @@ class GatewayProcess:
 
 
 @contextmanager
-def gateway_process(home: Path, behaviour: FakeBehaviour | None = None) -> Iterator[GatewayProcess]:
-    """A fake upstream here, and a real gateway over it in a child process (tests/reliability/sec_worker.py)."""
-    behaviour = behaviour or FakeBehaviour()
-    upstream = ServerThread(create_fake_upstream(FAKE_MODEL, behaviour)).start()
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    log = (home / "gateway.log").open("wb")
-    proc = subprocess.Popen(  # noqa: S603 - fixed argv
-        [sys.executable, "-m", "tests.reliability.sec_worker", str(home), str(port), upstream.url],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+def _child(argv: list[str], log_path: Path, env: dict[str, str], ready_url: str) -> Iterator[subprocess.Popen[bytes]]:
+    log = log_path.open("wb")
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
     try:
         deadline = time.monotonic() + 120
         while True:
-            assert proc.poll() is None, (home / "gateway.log").read_text()[-2000:]
+            assert proc.poll() is None, log_path.read_text()[-2000:]
             try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                if httpx.get(ready_url, timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "the gateway did not start"
+            assert time.monotonic() < deadline, f"{argv[3]} did not start"
             time.sleep(0.2)
-        yield GatewayProcess(url, behaviour, proc)
+        yield proc
     finally:
         proc.terminate()
         try:
@@ -65,7 +55,29 @@ def gateway_process(home: Path, behaviour: FakeBehaviour | None = None) -> Itera
             proc.kill()
             proc.wait(timeout=5)
         log.close()
-        upstream.stop()
+
+
+@contextmanager
+def gateway_process(
+    home: Path,
+    reply: str = "hello from the fake upstream",
+    *,
+    model_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[GatewayProcess]:
+    """The fake upstream (answering `reply`) and a real gateway over it, each in its own process
+    (tests/reliability/sec_worker.py); `model_dir` turns on the schema guard's compile worker, `env`
+    adds PLANSTACK_* settings."""
+    child_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
+    worker = [sys.executable, "-m", "tests.reliability.sec_worker"]
+    upstream_url = f"http://127.0.0.1:{free_port()}"
+    upstream = [*worker, "upstream", upstream_url.rsplit(":", 1)[1], reply]
+    with _child(upstream, home / "upstream.log", child_env, f"{upstream_url}/health"):
+        port = free_port()
+        argv = [*worker, "gateway", str(home), str(port), upstream_url, *([str(model_dir)] if model_dir else [])]
+        url = f"http://127.0.0.1:{port}"
+        with _child(argv, home / "gateway.log", child_env, f"{url}/health") as proc:
+            yield GatewayProcess(url, proc)
 
 
 @dataclass

@@ -1,11 +1,14 @@
-"""Child process of the security tests: a real gateway (uvicorn) in its own process, so that a test
-can attack it and time `/health` from outside while the attack runs.
+"""Child processes of the security tests: a real gateway (uvicorn) in its own process, so that a test
+can attack it and time `/health` from outside while the attack runs; and the fake upstream in
+another one, so that the test's own threads cannot slow the gateway's engine probe.
 
 The tools are the demo tools plus the test tools of `helpers.fault_registry` and `bulk(count)` (an
 output of `count` small objects, for worst-case conditions). The engine is whatever listens at
-ENGINE_URL (the tests' fake upstream).
+ENGINE_URL (the tests' fake upstream). With MODEL_DIR the schema guard runs its real compile worker
+over that model's vocabulary. Other settings come from PLANSTACK_* variables as usual.
 
-python -m tests.reliability.sec_worker HOME PORT ENGINE_URL
+python -m tests.reliability.sec_worker gateway HOME PORT ENGINE_URL [MODEL_DIR]
+python -m tests.reliability.sec_worker upstream PORT REPLY
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pydantic import BaseModel, SecretStr
 from serving.app import create_app
 from serving.settings import EngineSettings, Settings
 from tests.conftest import API_KEYS, FAKE_MODEL
+from tests.fakes.upstream import FakeBehaviour, create_fake_upstream
 from tests.reliability.helpers import domain_with, fault_registry
 
 
@@ -28,7 +32,7 @@ class Bulk(BaseModel):
     items: list[dict[str, str | int]]
 
 
-def main(home: str, port: str, engine_url: str) -> None:
+def gateway(home: str, port: str, engine_url: str, model_dir: str | None = None) -> None:
     parsed = urlparse(engine_url)
     engine = EngineSettings(host=parsed.hostname or "127.0.0.1", port=parsed.port or 80, connect_timeout_s=0.5)
     settings = Settings(home=Path(home), api_keys=SecretStr(API_KEYS), engine=engine)
@@ -41,10 +45,18 @@ def main(home: str, port: str, engine_url: str) -> None:
         return Bulk(items=[{"id": f"{i:06d}" + "x" * 114, "n": i} for i in range(min(count, 7_000))])
 
     app = create_app(
-        settings, engine_model=FAKE_MODEL, model_dir=None, domain=domain_with(settings, registry, FAKE_MODEL, http)
+        settings,
+        engine_model=FAKE_MODEL,
+        model_dir=Path(model_dir) if model_dir else None,
+        domain=domain_with(settings, registry, FAKE_MODEL, http),
     )
     uvicorn.run(app, host="127.0.0.1", port=int(port), log_level="warning")
 
 
+def upstream(port: str, reply: str) -> None:
+    app = create_fake_upstream(FAKE_MODEL, FakeBehaviour(reply=reply))
+    uvicorn.run(app, host="127.0.0.1", port=int(port), log_level="warning")
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    {"gateway": gateway, "upstream": upstream}[sys.argv[1]](*sys.argv[2:6])

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from planner.catalog import CatalogError, ToolCatalog
-from tests.fakes.upstream import FakeBehaviour
 from tests.reliability.helpers import check_error_shape
 from tests.reliability.sec_helpers import HEALTH_BOUND_S, HealthProbe, gateway_process
 
@@ -39,8 +38,7 @@ def test_catastrophic_pattern_leaves_health_fast(tmp_path: Path) -> None:
     # in the request (grammar values) and in the decoded arguments (the argument validator).
     reply = json.dumps({"tools": ["match_code"], "code": VALUE})
     statuses: list[int] = []
-    behaviour = FakeBehaviour(reply=reply)
-    with gateway_process(tmp_path, behaviour) as gateway, gateway.client() as client, HealthProbe(gateway.url) as probe:
+    with gateway_process(tmp_path, reply) as gateway, gateway.client() as client, HealthProbe(gateway.url) as probe:
         time.sleep(0.3)
         for _ in range(2):
             body = {"request": f'check the code "{VALUE}"', "tools": [tool(EVIL)]}
