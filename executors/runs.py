@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from executors.context import set_run_tenant
 from executors.errors import RunNotFound, structured_error
-from executors.observation import NodeResult, canonical_json
+from executors.observation import NodeResult, failure_summary_for_planner, observation_for_planner
 from executors.scheduler import DagScheduler, ReuseKey, RoundOutcome, reuse_key
 from executors.store import TERMINAL_STATUSES, EventType, RunEvent, RunRecord, RunStatus, RunStore, RunStoreError
 from planner.plan import Plan, PlanNode
@@ -259,8 +259,10 @@ class RunService:
                 return
             if self.replanner is None:  # unreachable: _stop_reason stops runs without a replanner
                 return
-            summary = failure_summary(record.plan, outcome)
-            completed = {nid: r.summary for nid, r in sorted(outcome.results.items()) if r.status == "succeeded"}
+            # the re-planner sees typed summaries only (executors/observation.py), never a tool's text
+            results = outcome.results
+            summary = failure_summary_for_planner(record.plan, outcome.round, outcome.lost, outcome.stop, results)
+            completed = {n: observation_for_planner(r) for n, r in sorted(results.items()) if r.status == "succeeded"}
             try:
                 new_plan = await self.replanner.replan(record.request, summary, completed, tenant=record.tenant)
             except Exception as exc:
@@ -360,22 +362,6 @@ def failure_list(outcome: RoundOutcome) -> list[dict[str, Any]]:
     rows = [r for r in outcome.results.values() if r.status != "succeeded"]
     rows.sort(key=lambda r: (r.status != "failed", r.node_id))
     return [{"node_id": r.node_id, "tool": r.tool, "status": r.status, "error": r.error} for r in rows]
-
-
-def failure_summary(plan: Plan, outcome: RoundOutcome) -> str:
-    """What went wrong, for the planner: one line per failed or skipped node, bounded."""
-    lines = [f"Round {outcome.round} failed; nodes without output: {', '.join(outcome.lost) or 'none'}."]
-    if outcome.stop is not None:
-        lines.append(f"Stopped: {outcome.stop['error']}")
-    for result in sorted(outcome.results.values(), key=lambda r: r.node_id):
-        if result.status == "succeeded":
-            continue
-        args = ""
-        if result.args is not None:
-            text = canonical_json(result.args)
-            args = " args=" + (text if len(text) <= 160 else text[:159] + "…")
-        lines.append(f"- {result.node_id} {result.tool}: {result.summary}{args}")
-    return "\n".join(lines)[:2000]
 
 
 def _failure_signature(result: NodeResult) -> tuple[str, str, str]:
