@@ -24,6 +24,7 @@ from serving.errors import (
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.protocol import ChatCompletionRequest
+from serving.redaction import for_log
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
 from serving.upstream import EngineClient
@@ -95,7 +96,7 @@ class ChatService:
                 param="cache_salt",
             )
         if extras:
-            logger.info("ignoring unknown request fields: %s", ", ".join(extras))
+            logger.info("ignoring unknown request fields: %s", ", ".join(for_log(name) for name in extras[:20]))
         if len(request.messages) > limits.max_messages:
             raise InvalidRequestError(f"at most {limits.max_messages} messages per request", param="messages")
         if request.prompt_chars() > limits.max_prompt_chars:

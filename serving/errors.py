@@ -2,13 +2,15 @@
 
 Every error the gateway answers with has the OpenAI shape
 `{"error": {"message", "type", "param", "code"}}` and the matching HTTP status; nothing else (no
-stack trace, no framework default page) ever reaches a client.
+stack trace, no framework default page, no server file path) ever reaches a client.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+from serving.redaction import redact_paths
 
 logger = logging.getLogger("planstack.errors")
 
@@ -40,7 +42,8 @@ class PlanstackError(Exception):
 
     def body(self) -> dict[str, Any]:
         message = self.message if self.hint is None else f"{self.message} ({self.hint})"
-        return {"error": {"message": message, "type": self.type, "param": self.param, "code": self.code}}
+        error = {"message": redact_paths(message), "type": self.type, "param": self.param, "code": self.code}
+        return {"error": error}
 
     def headers(self) -> dict[str, str]:
         return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
