@@ -89,7 +89,8 @@ def main() -> None:
                 lags.append(lag)
             worst_eval, worst_lag = max(worst_eval, *evals), max(worst_lag, *lags)
             print(
-                f"| {label} | `{expression}` | {'yes' if problem is None else 'no'} | {max(evals) * 1000:.0f} "
+                f"| {label} | `{expression.replace('|', chr(92) + '|')}` | {'yes' if problem is None else 'no'} "
+                f"| {max(evals) * 1000:.0f} "
                 f"| {max(lags) * 1000:.1f} | {'passed' if passed else 'failed/stopped'} |"
             )
     blowup = "[@,@][]|" * 22 + "length(@)"

@@ -41,7 +41,7 @@ from typing import Any
 from jmespath import functions as jmespath_functions
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import Parser
-from jmespath.visitor import TreeInterpreter
+from jmespath.visitor import Options, TreeInterpreter
 
 from executors.errors import ConditionFailed, ExecutorError, InvalidCondition
 
@@ -150,11 +150,35 @@ class _EvaluationTooLarge(Exception):
     pass
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+
+
+class _BoundedFunctions(jmespath_functions.Functions):
+    """JMESPath's built-in functions; `to_string` encodes in chunks and stops at the string cap, so
+    that it never builds (in one C call holding the GIL) a string of 8 copies of a 1 MiB output."""
+
+    @jmespath_functions.signature({"types": []})
+    def _func_to_string(self, arg: Any) -> str:
+        if isinstance(arg, str):
+            return arg
+        parts: list[str] = []
+        size = 0
+        for chunk in _ENCODER.iterencode(arg):
+            size += len(chunk)
+            if size > MAX_STRING_CHARS:
+                raise _EvaluationTooLarge(f"it built a string of more than {MAX_STRING_CHARS} characters")
+            parts.append(chunk)
+        return "".join(parts)
+
+
+_FUNCTIONS = _BoundedFunctions()
+
+
 class BoundedInterpreter(TreeInterpreter):
     """JMESPath's interpreter with a deadline and a cap on every intermediate list and string."""
 
     def __init__(self, deadline: float) -> None:
-        super().__init__()
+        super().__init__(Options(custom_functions=_FUNCTIONS))
         self._deadline = deadline
         self._visits = 0
 

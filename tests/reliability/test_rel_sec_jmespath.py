@@ -44,6 +44,7 @@ def test_blowup_condition_is_refused_at_validation_and_health_stays_fast(tmp_pat
                 error = response.json()["error"]
                 assert error["param"] == "plan" and "allowed language" in error["message"], error
             time.sleep(1.0)  # were the run accepted, it would now be executing
+    print(f"\nJMESPath blow-up x3: statuses {statuses}; /health {probe.report()}")
     assert probe.worst < HEALTH_BOUND_S, f"/health during the attack: {probe.report()}"
     assert statuses == [400, 400, 400]
 
@@ -66,6 +67,7 @@ def test_worst_allowed_conditions_leave_health_fast(tmp_path: Path) -> None:
             run_id = created.json()["run_id"]
             with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
                 events = sse_events(list(stream.iter_lines()))
+        print(f"\nworst allowed conditions on ~280 KiB outputs: /health {probe.report()}")
         assert probe.worst < HEALTH_BOUND_S, f"/health while the conditions ran: {probe.report()}"
     settled = {e["node_id"]: e for kind, e in events if kind in ("node_finished", "node_failed")}
     assert set(settled) == {"n1", "n2", "n3"}, events
