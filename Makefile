@@ -5,7 +5,7 @@ export PLANSTACK_HOME
 PY := .venv/bin/python
 PLANSTACK := .venv/bin/planstack
 
-.PHONY: setup model serve test test-unit reliability lint bench-gateway clean-venv
+.PHONY: setup model postgres serve test test-unit reliability lint bench-gateway clean-venv
 
 setup:
 	@scripts/bootstrap.sh >/dev/null
@@ -13,21 +13,25 @@ setup:
 model: setup
 	@$(PLANSTACK) model prepare
 
+## PostgreSQL server binaries for the run-store tests (apt-installs Debian's package when missing).
+postgres:
+	@scripts/ensure_postgres.sh >/dev/null
+
 ## Set up everything on a fresh machine, start the engine and the gateway (Ctrl-C stops both).
 serve: model
 	@$(PLANSTACK) index build >/dev/null
 	@$(PLANSTACK) serve
 
 ## Run the whole test suite, the real-engine tests included.
-test: model
+test: model postgres
 	@$(PY) -m pytest
 
 ## Fast tests only (no real engine).
-test-unit: setup
+test-unit: setup postgres
 	@$(PY) -m pytest -m "not engine"
 
 ## Reliability and security: load, faults (incl. a dedicated-engine kill), fuzzing, tenant isolation.
-reliability: model
+reliability: model postgres
 	@$(PY) -m pytest tests/reliability
 	@if curl -sf http://127.0.0.1:8001/health >/dev/null; then $(PY) -m benchmarks.reliability_load; fi
 

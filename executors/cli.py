@@ -2,6 +2,7 @@
 
     planstack run --plan plan.json            # run a plan file ({"nodes": [...]} or a bare list)
     planstack run --resume run_0123abcd        # continue an interrupted run
+    planstack runs purge                       # retention: delete old runs now
     planstack run "a family trip to Hangzhou"  # needs a plan factory (the planner), see build_app
 
 The gateway's CLI mounts `app` (or `build_app(plan_factory=...)` once the planner is wired).
@@ -14,7 +15,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -25,8 +26,9 @@ from executors.config import ExecutorConfig
 from executors.registry import ToolRegistry
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
-from executors.store import RunEvent, SqliteRunStore
+from executors.stores import RunBusy, RunEvent, RunsConfig, RunStore, RunStoreError, default_store_url, open_run_store
 from executors.tools import default_registry
+from executors.upkeep import purge
 from planner.plan import Plan
 
 PlanFactory = Callable[[str], Awaitable[Plan]]
@@ -42,18 +44,22 @@ _MARKS = {
 }
 
 
-def default_store_path() -> Path:
+def default_store() -> str:
+    """`PLANSTACK_RUNS__STORE_URL`, else the SQLite file in `PLANSTACK_HOME`."""
     home = Path(os.environ.get("PLANSTACK_HOME", Path.home() / ".cache" / "planstack"))
-    return home / "runs.sqlite3"
+    return os.environ.get("PLANSTACK_RUNS__STORE_URL") or default_store_url(home)
 
 
 def build_app(
     plan_factory: PlanFactory | None = None,
     registry_factory: Callable[[], ToolRegistry] = default_registry,
     config: ExecutorConfig | None = None,
+    runs_config: RunsConfig | None = None,
 ) -> typer.Typer:
-    """The Typer app with the `run` command; hooks are injected here, not read from globals."""
+    """The Typer app with the `run` and `runs purge` commands; hooks are injected here, not read from globals."""
     app = typer.Typer(help="Run plans with the executors.", no_args_is_help=True, add_completion=False)
+    runs_app = typer.Typer(help="Maintain the run store.", no_args_is_help=True)
+    app.add_typer(runs_app, name="runs")
 
     @app.command("run")
     def run_command(
@@ -61,7 +67,7 @@ def build_app(
         plan: Annotated[Path | None, typer.Option("--plan", help="Plan JSON file to run.")] = None,
         resume: Annotated[str | None, typer.Option("--resume", help="Id of an interrupted run.")] = None,
         tenant: Annotated[str, typer.Option("--tenant", help="Tenant owning the run.")] = "default",
-        store: Annotated[Path | None, typer.Option("--store", help="Run store (SQLite file).")] = None,
+        store: Annotated[str | None, typer.Option("--store", help="Run store: a SQLite file or URL.")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print the final run as JSON only.")] = False,
     ) -> None:
         """Execute a plan, resume a run, or plan-and-run a request; shows progress per node."""
@@ -69,7 +75,7 @@ def build_app(
         chosen = sum(x is not None for x in (request, plan, resume))
         if chosen != 1:
             _fail(console, "give exactly one of: a request text, --plan FILE, --resume RUN_ID")
-        store_path = store or default_store_path()
+        run_store = _open_store(console, store, runs_config)
         try:
             view = asyncio.run(
                 _execute(
@@ -77,7 +83,7 @@ def build_app(
                     plan_file=plan,
                     resume=resume,
                     tenant=tenant,
-                    store_path=store_path,
+                    store=run_store,
                     registry=registry_factory(),
                     config=config or ExecutorConfig(),
                     plan_factory=plan_factory,
@@ -86,14 +92,30 @@ def build_app(
             )
         except _CliError as exc:
             _fail(console, str(exc))
+        except RunBusy as exc:
+            _fail(console, f"{exc.message}; another process is executing it ({exc.owner}), so it was left alone")
+        except RunStoreError as exc:
+            _fail(console, f"{exc.message} ({run_store.display_url})")
         if json_output:
             typer.echo(view.model_dump_json(indent=2))
         else:
             console.print(summary_table(view))
             if view.error:
                 console.print(f"[red]run {view.status}:[/] {view.error.get('error')} ({view.error.get('type')})")
-            console.print(f"run [bold]{view.run_id}[/] {view.status} · store {store_path}")
+            console.print(f"run [bold]{view.run_id}[/] {view.status} · store {run_store.display_url}")
         raise typer.Exit(0 if view.status == "succeeded" else 1)
+
+    @runs_app.command("purge")
+    def purge_command(
+        store: Annotated[str | None, typer.Option("--store", help="Run store: a SQLite file or URL.")] = None,
+    ) -> None:
+        """Apply retention now: old finished runs, then the oldest past the size cap, expired cache entries."""
+        run_store = _open_store(Console(stderr=True), store, runs_config)
+        try:
+            report = asyncio.run(_purge(run_store))
+        except RunStoreError as exc:
+            _fail(Console(stderr=True), f"{exc.message} ({run_store.display_url})")
+        typer.echo(json.dumps({"store": run_store.display_url, **report}))
 
     @app.callback()
     def main() -> None:
@@ -106,9 +128,16 @@ class _CliError(Exception):
     pass
 
 
-def _fail(console: Console, message: str) -> None:
+def _fail(console: Console, message: str) -> NoReturn:
     console.print(f"[red]error:[/] {message}")
     raise typer.Exit(2)
+
+
+def _open_store(console: Console, store: str | None, config: RunsConfig | None) -> RunStore:
+    try:
+        return open_run_store(store or (config and config.store_url) or default_store(), config=config)
+    except (ValueError, RunStoreError) as exc:
+        _fail(console, str(exc))
 
 
 def load_plan(path: Path) -> Plan:
@@ -130,16 +159,16 @@ async def _execute(
     plan_file: Path | None,
     resume: str | None,
     tenant: str,
-    store_path: Path,
+    store: RunStore,
     registry: ToolRegistry,
     config: ExecutorConfig,
     plan_factory: PlanFactory | None,
     console: Console | None,
 ) -> RunView:
-    with SqliteRunStore(store_path) as store:
-        service = RunService(store, DagScheduler(registry, config))
+    service = RunService(store, DagScheduler(registry, config))
+    try:
         if resume is not None:
-            if service.get(tenant, resume) is None:
+            if await service.get(tenant, resume) is None:
                 raise _CliError(f"run {resume!r} not found for tenant {tenant!r}")
             run_id = await service.resume(tenant, resume)
         else:
@@ -151,13 +180,20 @@ async def _execute(
                 text = request or ""
                 plan = await plan_factory(text)
             run_id = await service.start(tenant, text, plan)
-        try:
-            async for event in service.events(tenant, run_id):
-                if console is not None:
-                    print_event(console, event)
-            return await service.wait(tenant, run_id)
-        finally:
-            await service.aclose()
+        async for event in service.events(tenant, run_id):
+            if console is not None:
+                print_event(console, event)
+        return await service.wait(tenant, run_id)
+    finally:
+        await service.aclose()
+        await store.aclose()
+
+
+async def _purge(store: RunStore) -> dict[str, int]:
+    try:
+        return (await purge(store)).as_dict()
+    finally:
+        await store.aclose()
 
 
 def print_event(console: Console, event: RunEvent) -> None:

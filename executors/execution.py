@@ -21,7 +21,8 @@ Sleep = Callable[[float], Awaitable[Any]]
 
 
 class SchedulerObserver(Protocol):
-    """Hooks the scheduler awaits; `node_settled` must make the result durable before returning."""
+    """Hooks the scheduler awaits; `node_settled` must make the result durable before returning, and
+    may return the result as committed (which then replaces the scheduler's own)."""
 
     async def node_started(self, node: PlanNode, round_: int) -> None: ...
 
@@ -29,7 +30,7 @@ class SchedulerObserver(Protocol):
         self, node: PlanNode, round_: int, attempt: int, delay_s: float, error: dict[str, Any]
     ) -> None: ...
 
-    async def node_settled(self, result: NodeResult) -> None: ...
+    async def node_settled(self, result: NodeResult) -> NodeResult | None: ...
 
 
 class NullObserver:
@@ -43,7 +44,7 @@ class NullObserver:
     ) -> None:
         return None
 
-    async def node_settled(self, result: NodeResult) -> None:
+    async def node_settled(self, result: NodeResult) -> NodeResult | None:
         return None
 
 

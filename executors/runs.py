@@ -6,7 +6,12 @@ is injected, it is asked for a new plan (at most `max_replans` times) and the ne
 reusing every earlier result whose (tool, version, arguments) match. Every node result is committed
 to the `RunStore` before its dependants are dispatched, and every step is an event in the run's
 ordered log, so a run interrupted by a crash is resumed from the store without redoing finished
-nodes, and `events()` can replay a run and then follow it live.
+nodes, and `events()` can replay a run and then follow it live, from any process on the store.
+
+A run is driven only by the process holding its lease (`executors.leases`): `start` creates the run
+leased to this process, `resume` and `take_over` acquire an expired lease (`RunBusy` while another
+driver lives), every write is fenced on the lease, and a driver whose lease was taken stops.
+Per-tenant quotas and size caps (`executors.quotas`) are checked before anything is written.
 
 The run ends `failed` with a structured explanation (`{"error", "type", "retryable", "failures"}`)
 when: no replanner is injected (`node_failed`), the step or time cap is hit (`step_cap`,
@@ -21,20 +26,32 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from executors.context import set_run_tenant
 from executors.errors import RunNotFound, structured_error
-from executors.observation import NodeResult, failure_summary_for_planner, observation_for_planner
+from executors.failures import failure_list, failure_signature, failure_summary
+from executors.leases import LeaseKeeper, default_replica_id
+from executors.observation import NodeResult, observation_for_planner
+from executors.quotas import PlanTooLarge, cap_output, check_plan_size, tenant_quota
 from executors.scheduler import DagScheduler, ReuseKey, RoundOutcome, reuse_key
-from executors.store import TERMINAL_STATUSES, EventType, RunEvent, RunRecord, RunStatus, RunStore, RunStoreError
+from executors.stores import (
+    EventType,
+    Lease,
+    LeaseLost,
+    RunEvent,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    RunStoreError,
+)
 from planner.plan import Plan, PlanNode
 
 logger = logging.getLogger("planstack.executors.runs")
+_INTERNAL_FIELDS = {"status", "plan", "lease_owner", "lease_expires_at", "driven"}
 
 
 class Replanner(Protocol):
@@ -67,21 +84,29 @@ class RunView(BaseModel):
 
 @dataclass(eq=False)
 class _LiveRun:
-    """A run executing in this process; followers wait on `changed`."""
+    """A run this process drives: its task and the keeper of its lease."""
 
-    tenant: str
-    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
-    last_seq: int = 0
-    finished: bool = False
+    keeper: LeaseKeeper
     task: asyncio.Task[None] | None = None
-    store_error: RunStoreError | None = None  # the run stopped because the store failed
 
-    def has_news(self, seen_seq: int) -> bool:
-        return self.last_seq > seen_seq or self.finished
+    @property
+    def lease(self) -> Lease:
+        return self.keeper.lease
+
+    @property
+    def tenant(self) -> str:
+        return self.keeper.lease.tenant
+
+    @property
+    def store_error(self) -> RunStoreError | None:
+        return self.keeper.store_error
 
 
 class RunService:
-    """Owns the background tasks of runs; state lives in the store, not here."""
+    """Drives runs in background tasks; state (and the lease of each run) lives in the store, not here.
+
+    Several processes may share one store: each run is driven by the one holding its lease; the
+    others answer for it from the store and follow its events."""
 
     def __init__(
         self,
@@ -90,21 +115,31 @@ class RunService:
         *,
         replanner: Replanner | None = None,
         new_id: Callable[[], str] | None = None,
+        replica_id: str | None = None,
     ) -> None:
         self.store = store
         self.scheduler = scheduler
         self.config = scheduler.config
+        self.runs_config = store.config
         self.replanner = replanner
+        self.replica_id = replica_id or self.runs_config.replica_id or default_replica_id()
         self._new_id = new_id or (lambda: "run_" + uuid.uuid4().hex[:20])
         self._live: dict[str, _LiveRun] = {}
 
     # -- public API ------------------------------------------------------------------------------
 
     async def start(self, tenant: str, request: str, plan: Plan) -> str:
-        """Record a new run and execute it in the background; returns its id at once."""
+        """Record a new run (leased to this process) and execute it in the background; returns its id
+        at once. Over a cap: `PlanTooLarge` or a `QuotaExceeded` subclass, nothing written."""
+        check_plan_size(plan, self.runs_config)
         run_id = self._new_id()
-        self.store.create_run(RunRecord(run_id=run_id, tenant=tenant, request=request, plan=plan))
-        self._launch(tenant, run_id, resumed=False)
+        lease = await self.store.create_run(
+            RunRecord(run_id=run_id, tenant=tenant, request=request, plan=plan),
+            owner=self.replica_id,
+            ttl_s=self.runs_config.lease_ttl_s,
+            quota=tenant_quota(self.runs_config),
+        )
+        self._launch(lease, resumed=False)
         return run_id
 
     async def run(self, tenant: str, request: str, plan: Plan) -> RunView:
@@ -112,14 +147,27 @@ class RunService:
         return await self.wait(tenant, await self.start(tenant, request, plan))
 
     async def resume(self, tenant: str, run_id: str) -> str:
-        """Continue an interrupted run (finished nodes are not run again). A run that is live in
-        this process or already finished is left as it is."""
-        record = self.store.get_run(tenant, run_id)
-        if record is None:
-            raise RunNotFound(f"run {run_id!r} not found")
-        if run_id not in self._live and record.status not in TERMINAL_STATUSES:
-            self._launch(tenant, run_id, resumed=True)
+        """Continue an interrupted run (finished nodes are not run again). A finished run is left as it
+        is; a run with a live driver (here or in another process) raises `RunBusy`."""
+        lease = await self.store.acquire_lease(
+            tenant, run_id, owner=self.replica_id, ttl_s=self.runs_config.lease_ttl_s
+        )
+        if lease is not None:
+            self._launch(lease, resumed=True)
         return run_id
+
+    async def take_over(self, tenant: str, run_id: str) -> bool:
+        """Continue a run whose driver died (its lease expired); False when it finished meanwhile."""
+        if run_id in self._live:
+            return False
+        lease = await self.store.acquire_lease(
+            tenant, run_id, owner=self.replica_id, ttl_s=self.runs_config.lease_ttl_s, takeover=True
+        )
+        if lease is None:
+            return False
+        logger.info("run %s: taken over by %s", run_id, self.replica_id)
+        self._launch(lease, resumed=True)
+        return True
 
     async def wait(self, tenant: str, run_id: str) -> RunView:
         live = self._live.get(run_id)
@@ -127,52 +175,57 @@ class RunService:
             await asyncio.shield(live.task)
             if live.store_error is not None:
                 raise live.store_error
-        view = self.get(tenant, run_id)
+            if live.keeper.lost:  # another replica finishes it: wait for that
+                async for _ in self.events(tenant, run_id):
+                    pass
+        view = await self.get(tenant, run_id)
         if view is None:
             raise RunNotFound(f"run {run_id!r} not found")
         return view
 
-    def get(self, tenant: str, run_id: str) -> RunView | None:
+    async def get(self, tenant: str, run_id: str) -> RunView | None:
         """The run with its node results; None for an unknown id or another tenant's run. A run
-        recorded as running but not executing in this process is reported `interrupted`."""
-        record = self.store.get_run(tenant, run_id)
+        recorded as running whose lease expired (no live driver anywhere) is reported `interrupted`."""
+        record = await self.store.get_run(tenant, run_id)
         if record is None:
             return None
-        status = record.status
-        if status == "running" and run_id not in self._live:
-            status = "interrupted"
+        status = "running" if self._drives(run_id) and record.status == "running" else record.effective_status
         return RunView(
-            **record.model_dump(exclude={"status", "plan"}),
+            **record.model_dump(exclude=_INTERNAL_FIELDS),
             plan=record.plan,
             status=status,
-            nodes=self.store.results(tenant, run_id),
+            nodes=await self.store.results(tenant, run_id),
         )
 
-    def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
-        return self.store.list_runs(tenant, limit=limit)
+    async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
+        return await self.store.list_runs(tenant, limit=limit)
 
-    async def events(self, tenant: str, run_id: str) -> AsyncIterator[RunEvent]:
-        """Stored events of the run, then live ones until it finishes (or stops executing here)."""
-        if self.store.get_run(tenant, run_id) is None:
+    async def events(self, tenant: str, run_id: str, *, after: int = 0) -> AsyncIterator[RunEvent]:
+        """Stored events of the run after `after`, then live ones until it finishes or its driver
+        (in any process) is gone. Waiting costs nothing: the store's feed wakes this follower only
+        when this run changes."""
+        if await self.store.get_run(tenant, run_id) is None:
             raise RunNotFound(f"run {run_id!r} not found")
-        last = 0
-        while True:
-            live = self._live.get(run_id)
-            batch = self.store.events(tenant, run_id, after=last)
-            for event in batch:
-                last = event.seq
-                yield event
-                if event.type == "run_finished":
+        last = after
+        with self.store.subscribe(run_id) as changes:
+            while True:
+                batch = await self.store.events(tenant, run_id, after=last)
+                for event in batch:
+                    last = event.seq
+                    yield event
+                    if event.type == "run_finished":
+                        return
+                if batch:
+                    continue
+                if not await self._may_change(tenant, run_id):
+                    for event in await self.store.events(tenant, run_id, after=last):  # appended meanwhile
+                        yield event
                     return
-            if batch:
-                continue
-            if live is None or live.finished:
-                return
-            async with live.changed:
-                await live.changed.wait_for(partial(live.has_news, last))
+                await changes.wait()
 
     async def aclose(self) -> None:
-        """Stop executing runs (they stay `running` in the store and can be resumed)."""
+        """Stop driving runs here; their leases are released, so another replica (or a resume) may
+        continue them at once. They stay `running` in the store."""
         tasks = [live.task for live in self._live.values() if live.task is not None]
         for task in tasks:
             task.cancel()
@@ -180,49 +233,67 @@ class RunService:
 
     # -- execution -------------------------------------------------------------------------------
 
-    def _launch(self, tenant: str, run_id: str, *, resumed: bool) -> None:
-        live = _LiveRun(tenant=tenant)
-        self._live[run_id] = live
-        live.task = asyncio.create_task(self._drive(tenant, run_id, live, resumed=resumed), name=run_id)
+    def _drives(self, run_id: str) -> bool:
+        live = self._live.get(run_id)
+        return live is not None and not live.keeper.lost
+
+    async def _may_change(self, tenant: str, run_id: str) -> bool:
+        if self._drives(run_id):
+            return True
+        record = await self.store.get_run(tenant, run_id)
+        return record is not None and record.status == "running" and record.driven
+
+    def _launch(self, lease: Lease, *, resumed: bool) -> None:
+        keeper = LeaseKeeper(
+            self.store,
+            lease,
+            ttl_s=self.runs_config.lease_ttl_s,
+            every_s=self.runs_config.heartbeat_s,
+            on_stop=lambda: _cancel(live.task),
+        )
+        live = _LiveRun(keeper=keeper)
+        self._live[lease.run_id] = live
+        live.task = asyncio.create_task(self._drive(live, resumed=resumed), name=lease.run_id)
 
     async def emit(
         self,
         live: _LiveRun,
-        run_id: str,
         type_: EventType,
         *,
         round_: int = 0,
         node_id: str | None = None,
         data: dict[str, Any] | None = None,
     ) -> None:
-        event = self.store.append_event(live.tenant, run_id, type_, round_=round_, node_id=node_id, data=data)
-        async with live.changed:
-            live.last_seq = event.seq
-            live.changed.notify_all()
+        await self.store.append_event(live.lease, type_, round_=round_, node_id=node_id, data=data)
 
-    async def _drive(self, tenant: str, run_id: str, live: _LiveRun, *, resumed: bool) -> None:
-        set_run_tenant(tenant)  # this task's context only: its tool calls see their own tenant
+    async def _drive(self, live: _LiveRun, *, resumed: bool) -> None:
+        run_id = live.lease.run_id
+        set_run_tenant(live.tenant)  # this task's context only: its tool calls see their own tenant
+        live.keeper.start()
         try:
-            record = self.store.get_run(tenant, run_id)
+            record = await self.store.get_run(live.tenant, run_id)
             if record is None:
                 return
-            await self.emit(live, run_id, "run_started", round_=record.round, data={"resumed": resumed})
+            await self.emit(live, "run_started", round_=record.round, data={"resumed": resumed})
             await self._rounds(live, record)
         except asyncio.CancelledError:
-            raise  # the process is stopping: the run stays `running` and can be resumed
+            if live.keeper.lost or live.store_error is not None:
+                return  # stopped by the lease keeper: someone else drives it now, or nobody can
+            raise  # the process is stopping: the run stays `running` and can be continued
+        except LeaseLost:
+            live.keeper.lost = True
+            logger.warning("run %s: a write was refused (taken over); this driver stops", run_id)
         except RunStoreError as exc:
             # Not the run's fault, and the store cannot record a verdict anyway: the run stays
-            # `running` (reported `interrupted`) and is resumed once the store works again.
-            logger.error("run %s stopped: %s; resume it once the run store is writable", run_id, exc)
-            live.store_error = exc
+            # `running` (reported `interrupted` once its lease expires) and is continued later.
+            logger.error("run %s stopped: %s; it continues once the run store is writable", run_id, exc)
+            live.keeper.store_error = exc
         except Exception as exc:
             logger.exception("run %s crashed", run_id)
             error = structured_error(f"internal error: {type(exc).__name__}: {exc}", "internal_error")
-            await self._finish(live, run_id, "failed", error)
+            await self._finish(live, "failed", error)
         finally:
-            live.finished = True
-            async with live.changed:
-                live.changed.notify_all()
+            await live.keeper.stop()
             if self._live.get(run_id) is live:
                 del self._live[run_id]
 
@@ -231,7 +302,7 @@ class RunService:
         deadline = loop.time() + self.config.max_run_seconds
         run_id = record.run_id
         while True:
-            earlier = self.store.results(live.tenant, run_id)
+            earlier = await self.store.results(live.tenant, run_id)
             done = {r.node_id: r for r in earlier if r.round == record.round and r.status != "skipped"}
             reusable: dict[ReuseKey, NodeResult] = {}
             for result in earlier:
@@ -243,38 +314,41 @@ class RunService:
             outcome = await self.scheduler.run_plan(
                 record.plan,
                 round_=record.round,
-                observer=_RunObserver(self, live, run_id),
+                observer=_RunObserver(self, live),
                 completed=done,
                 reusable=reusable,
                 max_steps=max(self.config.max_steps - steps_used, 0),
                 max_seconds=max(deadline - loop.time(), 0.001),
             )
             if outcome.ok:
-                await self._finish(live, run_id, "succeeded", None)
+                await self._finish(live, "succeeded", None)
                 return
             failures = failure_list(outcome)
             stop = self._stop_reason(record, outcome, failures, earlier)
             if stop is not None:
-                await self._finish(live, run_id, "failed", {**stop, "round": record.round, "failures": failures})
+                await self._finish(live, "failed", {**stop, "round": record.round, "failures": failures})
                 return
             if self.replanner is None:  # unreachable: _stop_reason stops runs without a replanner
                 return
             # the re-planner sees typed summaries only (executors/observation.py), never a tool's text
-            results = outcome.results
-            summary = failure_summary_for_planner(record.plan, outcome.round, outcome.lost, outcome.stop, results)
-            completed = {n: observation_for_planner(r) for n, r in sorted(results.items()) if r.status == "succeeded"}
+            summary = failure_summary(record.plan, outcome)
+            results = sorted(outcome.results.items())
+            completed = {n: observation_for_planner(r) for n, r in results if r.status == "succeeded"}
             try:
                 new_plan = await self.replanner.replan(record.request, summary, completed, tenant=record.tenant)
+                check_plan_size(new_plan, self.runs_config)
+            except (LeaseLost, RunStoreError):
+                raise
             except Exception as exc:
-                error = structured_error(f"re-planning failed: {type(exc).__name__}: {exc}", "replan_failed")
-                await self._finish(live, run_id, "failed", {**error, "round": record.round, "failures": failures})
+                kind = "plan_too_large" if isinstance(exc, PlanTooLarge) else "replan_failed"
+                error = structured_error(f"re-planning failed: {type(exc).__name__}: {exc}", kind)
+                await self._finish(live, "failed", {**error, "round": record.round, "failures": failures})
                 return
-            record = self.store.update_run(
-                live.tenant, run_id, plan=new_plan, round_=record.round + 1, replans=record.replans + 1
+            record = await self.store.update_run(
+                live.lease, plan=new_plan, round_=record.round + 1, replans=record.replans + 1
             )
             await self.emit(
                 live,
-                run_id,
                 "replan",
                 round_=record.round,
                 data={"replans": record.replans, "failure_summary": summary, "nodes": len(new_plan.nodes)},
@@ -301,15 +375,20 @@ class RunService:
             return structured_error(
                 f"re-plan budget spent ({self.config.max_replans}); last failure: {what}", "replans_exhausted"
             )
-        seen = {_failure_signature(r) for r in earlier if r.round < record.round and r.status == "failed"}
-        now = {_failure_signature(r) for r in outcome.results.values() if r.status == "failed"}
+        seen = {failure_signature(r) for r in earlier if r.round < record.round and r.status == "failed"}
+        now = {failure_signature(r) for r in outcome.results.values() if r.status == "failed"}
         if now and now <= seen:
             return structured_error(f"the new plan failed exactly as before: {what}", "repeated_failure")
         return None
 
-    async def _finish(self, live: _LiveRun, run_id: str, status: RunStatus, error: dict[str, Any] | None) -> None:
-        record = self.store.update_run(live.tenant, run_id, status=status, error=error)
-        await self.emit(live, run_id, "run_finished", round_=record.round, data={"status": status, "error": error})
+    async def _finish(self, live: _LiveRun, status: RunStatus, error: dict[str, Any] | None) -> None:
+        record = await self.store.update_run(live.lease, status=status, error=error)
+        await self.emit(live, "run_finished", round_=record.round, data={"status": status, "error": error})
+
+
+def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
 
 
 _SETTLED_EVENTS: dict[str, EventType] = {
@@ -320,26 +399,26 @@ _SETTLED_EVENTS: dict[str, EventType] = {
 
 
 class _RunObserver:
-    """Scheduler hooks of one run: commit results, append events."""
+    """Scheduler hooks of one run: commit results (fenced on the run's lease), append events."""
 
-    def __init__(self, service: RunService, live: _LiveRun, run_id: str) -> None:
+    def __init__(self, service: RunService, live: _LiveRun) -> None:
         self._service = service
         self._live = live
-        self._run_id = run_id
 
     async def node_started(self, node: PlanNode, round_: int) -> None:
-        await self._service.emit(
-            self._live, self._run_id, "node_started", round_=round_, node_id=node.id, data={"tool": node.tool}
-        )
+        await self._service.emit(self._live, "node_started", round_=round_, node_id=node.id, data={"tool": node.tool})
 
     async def node_retrying(
         self, node: PlanNode, round_: int, attempt: int, delay_s: float, error: dict[str, Any]
     ) -> None:
         data = {"tool": node.tool, "attempt": attempt, "delay_s": round(delay_s, 3), "error": error}
-        await self._service.emit(self._live, self._run_id, "node_retrying", round_=round_, node_id=node.id, data=data)
+        await self._service.emit(self._live, "node_retrying", round_=round_, node_id=node.id, data=data)
 
-    async def node_settled(self, result: NodeResult) -> None:
-        stored = self._service.store.save_result(self._live.tenant, self._run_id, result)  # committed here
+    async def node_settled(self, result: NodeResult) -> NodeResult:
+        """Commit the result; the COMMITTED one is returned, and it is what dependants are built from."""
+        service = self._service
+        capped = cap_output(result, service.runs_config, summary_chars=service.config.summary_chars)
+        stored = await service.store.save_result(self._live.lease, capped)
         type_ = _SETTLED_EVENTS[stored.status]
         data = {
             "tool": stored.tool,
@@ -352,17 +431,5 @@ class _RunObserver:
             "reused_from": stored.reused_from,
             "fallback_for": stored.fallback_for,
         }
-        await self._service.emit(
-            self._live, self._run_id, type_, round_=stored.round, node_id=stored.node_id, data=data
-        )
-
-
-def failure_list(outcome: RoundOutcome) -> list[dict[str, Any]]:
-    """Nodes that failed or were skipped in a round, root causes (failed) first."""
-    rows = [r for r in outcome.results.values() if r.status != "succeeded"]
-    rows.sort(key=lambda r: (r.status != "failed", r.node_id))
-    return [{"node_id": r.node_id, "tool": r.tool, "status": r.status, "error": r.error} for r in rows]
-
-
-def _failure_signature(result: NodeResult) -> tuple[str, str, str]:
-    return (result.tool, str((result.error or {}).get("type", "")), result.input_hash or "")
+        await service.emit(self._live, type_, round_=stored.round, node_id=stored.node_id, data=data)
+        return stored

@@ -227,9 +227,10 @@ class _RoundRunner:
 
     async def _settle(self, result: NodeResult) -> None:
         node_id = result.node_id
+        # Durable before any dependant is dispatched; dependants see what was COMMITTED.
+        result = await self.observer.node_settled(result) or result
         self.results[node_id] = result
         self.status[node_id] = result.status
-        await self.observer.node_settled(result)  # durable before any dependant is dispatched
         self._activate_fallback(node_id)
         fallback = self.nodes[node_id].fallback
         if fallback is not None and self.status.get(fallback) == "pending":

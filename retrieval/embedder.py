@@ -131,6 +131,13 @@ class SentenceTransformerEmbedder:
         )
         return normalize_rows(np.asarray(vectors))
 
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        """Tokens the model reads for `texts` (each truncated to the model's maximum sequence length)."""
+        model = self._load()
+        limit = int(getattr(model, "max_seq_length", 0) or 0) or None
+        counts = (len(model.tokenizer(text, add_special_tokens=True)["input_ids"]) for text in texts)
+        return sum(min(count, limit) if limit else count for count in counts)
+
     def _load(self) -> SentenceTransformer:
         with self._lock:
             if self._model is None:

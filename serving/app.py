@@ -17,21 +17,26 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
-from executors.store import RunStoreError, SqliteRunStore
+from executors.stores import RunStoreError, open_run_store
+from executors.upkeep import upkeep
 from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
 from serving.dependencies import Services
+from serving.embeddings import EmbeddingService
 from serving.engine.process import engine_api_key
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.isolation import CacheSalter, server_secret
 from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, RunGateway, TenantReplanner, store_unavailable
 from serving.routes import chat as chat_route
+from serving.routes import completions as completions_route
+from serving.routes import embeddings as embeddings_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
 from serving.routes import models as models_route
 from serving.routes import plans as plans_route
+from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
@@ -144,22 +149,28 @@ def create_app(
         chat=ChatService(settings, engine, engine_model, salter, guard, metrics),
         engine_model=engine_model,
         planning_gateway=planning,
+        embeddings=EmbeddingService.from_settings(settings.embeddings, settings.retrieval)
+        if settings.embeddings.enabled
+        else None,
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        store = SqliteRunStore(domain.run_store_path)
+        store = open_run_store(settings)
         runs = RunService(
             store, DagScheduler(domain.registry, settings.executors), replanner=TenantReplanner(domain.planner, salter)
         )
         services.run_gateway = RunGateway(runs, planning)
         try:
-            yield
+            async with upkeep(runs):  # takeover of runs whose driver died, retention purge
+                yield
         finally:
             services.run_gateway = None
             await runs.aclose()
-            store.close()
+            await store.aclose()
             guard.close()
+            if services.embeddings is not None:
+                services.embeddings.close()
             await engine.close()
             if own_http:
                 await client.aclose()
@@ -167,7 +178,8 @@ def create_app(
     app = FastAPI(title="planstack", version=__version__, lifespan=lifespan)
     app.state.services = services
     app.state.started_at = time.time()
-    for module in (models_route, chat_route, plans_route, runs_route, health_route, metrics_route):
+    routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
+    for module in (*routes, health_route, metrics_route):
         app.include_router(module.router)
     install_error_funnel(app, services.metrics)
     app.add_middleware(MetricsMiddleware, metrics=services.metrics)

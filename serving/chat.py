@@ -4,6 +4,8 @@ The router validates and delegates here; this service applies the gateway's rule
 known model, prompt and token limits, no client `cache_salt`, response_format schemas checked by the
 `SchemaGuard` before the engine sees them, back-pressure (429) when too many requests are in flight,
 then the relay (whole body, or an SSE stream whose mid-stream errors become a final error event).
+With `tools` (and tool_choice not "none") the gateway decodes the calls itself (serving/toolcalls);
+the engine never sees `tools`. Legacy completions go through the same rules (`check_completion`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from serving.auth import Principal
@@ -19,17 +22,21 @@ from serving.errors import (
     ModelNotFoundError,
     PlanstackError,
     RateLimitError,
+    UpstreamError,
     error_body,
 )
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
-from serving.protocol import ChatCompletionRequest
+from serving.protocol import ChatCompletionRequest, CompletionRequest
 from serving.redaction import for_log
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
+from serving.toolcalls import DecodedTurn, ToolCallService
 from serving.upstream import EngineClient
 
 logger = logging.getLogger("planstack.chat")
+CHAT_PATH = "/v1/chat/completions"
+COMPLETIONS_PATH = "/v1/completions"
 
 
 class UpstreamSlots:
@@ -50,6 +57,24 @@ class UpstreamSlots:
         self._metrics.in_flight.dec()
 
 
+@dataclass
+class ToolCallTurn:
+    """The gateway decoded tool calls (validated); the route shapes them as OpenAI chat or Responses."""
+
+    turn: DecodedTurn
+
+
+@dataclass
+class RelayTurn:
+    """A text answer: this body goes to the engine as it is (relayed whole or streamed)."""
+
+    body: dict[str, Any]
+
+
+ChatTurn = ToolCallTurn | RelayTurn
+_TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
+
+
 class ChatService:
     def __init__(
         self,
@@ -59,6 +84,7 @@ class ChatService:
         salter: CacheSalter,
         guard: SchemaGuard,
         metrics: GatewayMetrics,
+        tools: ToolCallService | None = None,
     ) -> None:
         self._settings = settings
         self._engine = engine
@@ -67,13 +93,16 @@ class ChatService:
         self._guard = guard
         self._metrics = metrics
         self._slots = UpstreamSlots(settings.gateway.max_concurrent_upstream, metrics)
+        self.tools = tools or ToolCallService(settings.toolcalls, guard)
 
-    async def prepare(
-        self, request: ChatCompletionRequest, principal: Principal, session: str | None
-    ) -> dict[str, Any]:
-        """Check the request against every gateway rule; the body to send to the engine."""
-        if request.model != self.engine_model:
-            raise ModelNotFoundError(f"the model {request.model!r} does not exist", param="model")
+    def check_model(self, model: str) -> None:
+        if model != self.engine_model:
+            raise ModelNotFoundError(f"the model {model!r} does not exist", param="model")
+
+    async def turn(self, request: ChatCompletionRequest, principal: Principal, session: str | None) -> ChatTurn:
+        """Check the request against every gateway rule; then either the body to relay to the engine, or
+        (tools offered and tool_choice not "none") the tool calls the gateway decoded itself."""
+        self.check_model(request.model)
         self.check_limits(request)
         fmt = request.response_format
         if fmt is not None and fmt.type == "json_schema":
@@ -84,12 +113,42 @@ class ChatService:
                 )
             await self._guard.check(fmt.json_schema.schema_, tenant=principal.tenant)
         salt = self._salter.salt(principal.tenant, session)
-        return request.engine_body(model=self.engine_model, cache_salt=salt)
+        body = request.engine_body(model=self.engine_model, cache_salt=salt)
+        for key in _TOOL_FIELDS:  # never an engine-side tool parser: the gateway decodes tool calls
+            body.pop(key, None)
+        if not request.uses_tools():
+            if request.tools or request.has_tool_history():
+                body["messages"] = self.tools.conversation(request.messages, None)
+            return RelayTurn(body)
+        if (request.n or 1) > 1:
+            raise InvalidRequestError("n > 1 is not supported with tool calls", param="n")
+        prepared = await self.tools.prepare(request.tools, request.tool_choice, request.parallel_tool_calls)
+        conversation = self.tools.conversation(request.messages, prepared.policy.catalog)
+        sampling: dict[str, Any] = {k: body[k] for k in ("model", "cache_salt", "top_p", "seed") if k in body}
+        sampling["temperature"] = request.temperature or 0.0
+        decoded = await self.tools.decode(conversation, prepared, sampling, self.engine_json)
+        if decoded.calls:
+            return ToolCallTurn(decoded)
+        body["messages"] = decoded.conversation  # "auto" and the model chose to answer in text
+        return RelayTurn(body)
 
     def check_limits(self, request: ChatCompletionRequest) -> None:
         """The rules every chat request obeys, whichever model answers it."""
         limits = self._settings.gateway
-        extras = request.extras()
+        self._check_extras(request.extras())
+        if len(request.messages) > limits.max_messages:
+            raise InvalidRequestError(f"at most {limits.max_messages} messages per request", param="messages")
+        if request.prompt_chars() > limits.max_prompt_chars:
+            tools_chars = request.prompt_chars() - request.prompt_chars(include_tools=False)
+            raise InvalidRequestError(
+                f"the messages and tools hold {request.prompt_chars()} characters; "
+                f"the limit is {limits.max_prompt_chars}",
+                param="tools" if tools_chars > limits.max_prompt_chars // 2 else "messages",
+                code="context_length_exceeded",
+            )
+        self._check_tokens(request.requested_tokens())
+
+    def _check_extras(self, extras: list[str]) -> None:
         if "cache_salt" in extras and self._settings.isolation.client_salt == "reject":
             raise InvalidRequestError(
                 "cache_salt is set by the server from its isolation scope and cannot be supplied",
@@ -97,32 +156,46 @@ class ChatService:
             )
         if extras:
             logger.info("ignoring unknown request fields: %s", ", ".join(for_log(name) for name in extras[:20]))
-        if len(request.messages) > limits.max_messages:
-            raise InvalidRequestError(f"at most {limits.max_messages} messages per request", param="messages")
-        if request.prompt_chars() > limits.max_prompt_chars:
+
+    def _check_tokens(self, tokens: int | None) -> None:
+        limit = self._settings.gateway.max_tokens_limit
+        if tokens is not None and tokens > limit:
             raise InvalidRequestError(
-                f"the messages hold {request.prompt_chars()} characters; the limit is {limits.max_prompt_chars}",
-                param="messages",
-                code="context_length_exceeded",
-            )
-        tokens = request.requested_tokens()
-        if tokens is not None and tokens > limits.max_tokens_limit:
-            raise InvalidRequestError(
-                f"max_tokens {tokens} is above this server's limit of {limits.max_tokens_limit}",
-                param="max_tokens",
+                f"max_tokens {tokens} is above this server's limit of {limit}", param="max_tokens"
             )
 
-    async def complete(self, body: dict[str, Any]) -> bytes:
+    def check_completion(self, request: CompletionRequest, principal: Principal, session: str | None) -> dict[str, Any]:
+        """The same rules for legacy completions (limits, no client salt, unknown fields dropped)."""
+        self.check_model(request.model)
+        limits = self._settings.gateway
+        self._check_extras(request.extras())
+        if request.prompt_size() > limits.max_prompt_chars:
+            raise InvalidRequestError(
+                f"the prompt holds {request.prompt_size()} characters; the limit is {limits.max_prompt_chars}",
+                param="prompt",
+                code="context_length_exceeded",
+            )
+        self._check_tokens(request.max_tokens)
+        return request.engine_body(model=self.engine_model, cache_salt=self._salter.salt(principal.tenant, session))
+
+    async def complete(self, body: dict[str, Any], path: str = CHAT_PATH) -> bytes:
         self._slots.acquire()
         try:
-            return await self._engine.post_json("/v1/chat/completions", body)
+            return await self._engine.post_json(path, body)
         finally:
             self._slots.release()
 
-    async def first_chunk(self, body: dict[str, Any]) -> tuple[bytes, AsyncIterator[bytes]]:
+    async def engine_json(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One chat completion as parsed JSON (the gateway's own steps: tool calls, Responses)."""
+        reply = json.loads(await self.complete(body))
+        if not isinstance(reply, dict):
+            raise UpstreamError(502, "the engine returned a malformed completion")
+        return reply
+
+    async def first_chunk(self, body: dict[str, Any], path: str = CHAT_PATH) -> tuple[bytes, AsyncIterator[bytes]]:
         """Start the stream and wait for its first bytes, so that errors before it get a plain response."""
         self._slots.acquire()
-        iterator = self._engine.stream("/v1/chat/completions", body).__aiter__()
+        iterator = self._engine.stream(path, body).__aiter__()
         try:
             first = await iterator.__anext__()
         except StopAsyncIteration:

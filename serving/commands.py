@@ -84,5 +84,6 @@ def register(app: typer.Typer) -> None:
     """Add `plan` and `run` to the main CLI."""
     app.command("plan")(plan_command)
     settings = load_settings()
-    run_app = build_run_app(plan_factory=_plan_for_run, config=settings.executors)
+    run_app = build_run_app(plan_factory=_plan_for_run, config=settings.executors, runs_config=settings.runs)
     app.registered_commands.extend(run_app.registered_commands)
+    app.registered_groups.extend(run_app.registered_groups)  # `runs purge`

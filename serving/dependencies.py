@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from serving.auth import ApiKeyAuth, Principal
 from serving.chat import ChatService
+from serving.embeddings import EmbeddingService
 from serving.errors import EngineUnavailableError, InvalidRequestError, PayloadTooLargeError
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
@@ -36,6 +37,7 @@ class Services:
     engine_model: str
     planning_gateway: PlanningGateway | None = None
     run_gateway: RunGateway | None = None
+    embeddings: EmbeddingService | None = None
 
     def planning(self) -> PlanningGateway:
         if self.planning_gateway is None:

@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from executors.errors import RunNotFound
+from executors.quotas import PlanTooLarge
 from executors.runs import RunService, RunView
-from executors.store import RunStoreError
+from executors.stores import QuotaExceeded, RunBusy, RunEvent, RunStoreError
 from planner.catalog import CatalogError
 from planner.llm import LLMTimeout, LLMUnavailable
 from planner.plan import Plan
@@ -28,9 +30,12 @@ from serving.errors import (
     EngineUnavailableError,
     InvalidRequestError,
     NotFoundError,
+    PayloadTooLargeError,
     PlanstackError,
+    RateLimitError,
     StoreUnavailableError,
 )
+from serving.followers import FollowerSlot, FollowerSlots
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.protocol import ChatCompletionRequest
@@ -44,6 +49,22 @@ class PlanningFailedError(PlanstackError):
     status = 422
     type = "invalid_request_error"
     code = "planning_failed"
+
+
+class RunBusyError(PlanstackError):
+    """Resume of a run that a live driver (this gateway or another replica) is executing."""
+
+    status = 409
+    type = "invalid_request_error"
+    code = "run_busy"
+
+
+class RunQuotaError(RateLimitError):
+    code = "run_quota_exceeded"
+
+
+class PlanTooLargeError(PayloadTooLargeError):
+    code = "plan_too_large"
 
 
 class PlanCreate(BaseModel):
@@ -71,6 +92,24 @@ def store_unavailable(exc: RunStoreError) -> StoreUnavailableError:
     """A run-store failure as the gateway's 503: a typed phrase, never SQLite's own message or the
     store's path (both stay in the log)."""
     return StoreUnavailableError(f"the run store is unavailable: {describe_store_failure(exc)}", retry_after_s=5)
+
+
+@contextmanager
+def run_errors(run_id: str | None = None) -> Iterator[None]:
+    """The executors' typed run errors as the gateway's (the one place they are mapped)."""
+    try:
+        yield
+    except RunNotFound as exc:
+        raise NotFoundError(f"run {run_id!r} not found", code="run_not_found") from exc
+    except RunBusy as exc:
+        retry = None if exc.expires_in_s is None else max(1, int(exc.expires_in_s + 0.999))
+        raise RunBusyError(exc.message, hint=exc.hint, retry_after_s=retry) from exc
+    except PlanTooLarge as exc:
+        raise PlanTooLargeError(exc.message, param="plan") from exc
+    except QuotaExceeded as exc:
+        raise RunQuotaError(exc.message, hint=exc.hint, code=exc.type, retry_after_s=5) from exc
+    except RunStoreError as exc:
+        raise store_unavailable(exc) from exc
 
 
 class PlanningGateway:
@@ -159,9 +198,13 @@ class TenantReplanner:
 
 
 class RunGateway:
-    def __init__(self, runs: RunService, planning: PlanningGateway) -> None:
+    def __init__(self, runs: RunService, planning: PlanningGateway, followers: FollowerSlots | None = None) -> None:
         self.runs = runs
         self._planning = planning
+        config = runs.runs_config
+        self.followers = followers or FollowerSlots(
+            per_tenant=config.max_followers_per_tenant, total=config.max_followers_total
+        )
 
     async def create(self, body: RunCreate, who: Principal, session: str | None) -> tuple[RunView, dict[str, Any]]:
         planned: dict[str, Any] = {"path": "given"}
@@ -171,19 +214,28 @@ class RunGateway:
         else:
             self._planning.check_plan(body.plan)
             plan = body.plan
-        run_id = await self.runs.start(who.tenant, body.request, plan)
-        view = await self.runs.wait(who.tenant, run_id) if body.wait else self.get(who, run_id)
+        with run_errors():
+            run_id = await self.runs.start(who.tenant, body.request, plan)
+            view = await self.runs.wait(who.tenant, run_id) if body.wait else await self.get(who, run_id)
         return view, planned
 
-    def get(self, who: Principal, run_id: str) -> RunView:
-        view = self.runs.get(who.tenant, run_id)
+    async def get(self, who: Principal, run_id: str) -> RunView:
+        with run_errors(run_id):
+            view = await self.runs.get(who.tenant, run_id)
         if view is None:  # another tenant's run does not exist for this one
             raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
         return view
 
     async def resume(self, who: Principal, run_id: str) -> RunView:
-        try:
+        with run_errors(run_id):
             await self.runs.resume(who.tenant, run_id)
-        except RunNotFound as exc:
-            raise NotFoundError(f"run {run_id!r} not found", code="run_not_found") from exc
-        return self.get(who, run_id)
+        return await self.get(who, run_id)
+
+    async def follow(
+        self, who: Principal, run_id: str, *, after: int = 0
+    ) -> tuple[FollowerSlot, AsyncIterator[RunEvent]]:
+        """A follower slot (429 when the tenant or the gateway has too many) and the run's events;
+        404 before anything streams."""
+        await self.get(who, run_id)
+        slot = self.followers.acquire(who.tenant)
+        return slot, self.runs.events(who.tenant, run_id, after=after)

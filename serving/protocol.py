@@ -7,9 +7,11 @@ smuggle engine-level options (`cache_salt`, raw grammars) past the gateway's che
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -36,6 +38,19 @@ class _Public(BaseModel):
         return data
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _at_most_8_stops(value: str | list[str] | None) -> str | list[str] | None:
+    if isinstance(value, list) and len(value) > 8:
+        raise ValueError("at most 8 stop sequences")
+    return value
+
+
+StopSequences = Annotated[str | list[str] | None, AfterValidator(_at_most_8_stops)]
+
+
 class TextPart(_Public):
     type: Literal["text"]
     text: str
@@ -46,7 +61,14 @@ class ChatMessage(_Public):
     content: str | list[TextPart] | None = None
     name: str | None = Field(None, max_length=64)
     tool_call_id: str | None = Field(None, max_length=128)
-    tool_calls: list[dict[str, JsonValue]] | None = None
+    tool_calls: list[dict[str, JsonValue]] | None = Field(None, max_length=64)
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        if isinstance(self.content, list):
+            return "".join(part.text for part in self.content)
+        return ""
 
     def text_length(self) -> int:
         if isinstance(self.content, str):
@@ -54,6 +76,9 @@ class ChatMessage(_Public):
         if isinstance(self.content, list):
             return sum(len(part.text) for part in self.content)
         return 0
+
+    def tool_calls_length(self) -> int:
+        return len(_compact(self.tool_calls)) if self.tool_calls else 0
 
 
 class JsonSchemaFormat(_Public):
@@ -86,7 +111,7 @@ class ChatCompletionRequest(_Public):
     n: int | None = Field(None, ge=1, le=8)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    stop: str | list[str] | None = None
+    stop: StopSequences = None
     seed: int | None = None
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
@@ -100,15 +125,18 @@ class ChatCompletionRequest(_Public):
     parallel_tool_calls: bool | None = None
     user: str | None = Field(None, max_length=256)
 
-    @field_validator("stop")
-    @classmethod
-    def _bounded_stop(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, list) and len(value) > 8:
-            raise ValueError("at most 8 stop sequences")
-        return value
+    def prompt_chars(self, *, include_tools: bool = True) -> int:
+        """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`."""
+        tools = len(_compact(self.tools)) if self.tools and include_tools else 0
+        return tools + sum(message.text_length() + message.tool_calls_length() for message in self.messages)
 
-    def prompt_chars(self) -> int:
-        return sum(message.text_length() for message in self.messages)
+    def uses_tools(self) -> bool:
+        """Tools offered with a tool_choice that lets the model call them (the gateway decodes the calls)."""
+        return bool(self.tools) and self.tool_choice != "none"
+
+    def has_tool_history(self) -> bool:
+        """Earlier tool calls or results in the conversation (rendered as text for the model)."""
+        return any(message.role == "tool" or message.tool_calls for message in self.messages)
 
     def requested_tokens(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
@@ -121,3 +149,77 @@ class ChatCompletionRequest(_Public):
         body["model"] = model
         body["cache_salt"] = cache_salt
         return body
+
+
+PromptTokens = list[int]
+
+
+class CompletionRequest(_Public):
+    """POST /v1/completions (legacy text completions), relayed to the engine."""
+
+    model: str = Field(min_length=1, max_length=128)
+    prompt: str | list[str] | PromptTokens | list[PromptTokens] = Field(
+        description="A text, a list of texts (at most 16), or token ids (a list, or up to 16 lists)."
+    )
+    suffix: str | None = Field(None, max_length=4000)
+    max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    n: int | None = Field(None, ge=1, le=8)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    logprobs: int | None = Field(None, ge=0, le=5)
+    echo: bool | None = None
+    stop: StopSequences = None
+    seed: int | None = None
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    logit_bias: dict[str, float] | None = None
+    user: str | None = Field(None, max_length=256)
+
+    @field_validator("prompt")
+    @classmethod
+    def _bounded_prompts(cls, value: Any) -> Any:
+        if isinstance(value, list) and value and isinstance(value[0], (str, list)) and len(value) > 16:
+            raise ValueError("at most 16 prompts per request")
+        if isinstance(value, list) and not value:
+            raise ValueError("the prompt list is empty")
+        return value
+
+    def prompt_size(self) -> int:
+        """Characters of text prompts, plus token ids counted one each (checked against max_prompt_chars)."""
+        single = not isinstance(self.prompt, list) or isinstance(self.prompt[0], int)
+        prompts: list[Any] = [self.prompt] if single else list(self.prompt)
+        return sum(len(p) for p in prompts) + len(self.suffix or "")
+
+    def engine_body(self, *, model: str, cache_salt: str) -> dict[str, Any]:
+        body = self.model_dump(exclude_none=True, exclude=set(self.model_extra or {}) | {"model", "user"})
+        body["model"] = model
+        body["cache_salt"] = cache_salt
+        return body
+
+
+class EmbeddingRequest(_Public):
+    """POST /v1/embeddings."""
+
+    model: str = Field(min_length=1, max_length=128)
+    input: str | list[str] = Field(description="A text or a list of texts (token-id inputs are not accepted).")
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(None, ge=1, description="Only the model's own dimension is accepted.")
+    user: str | None = Field(None, max_length=256)
+
+    def texts(self) -> list[str]:
+        return [self.input] if isinstance(self.input, str) else list(self.input)
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error answer (serving/errors.py: `PlanstackError.body`)."""
+
+    error: ErrorDetail

@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from executors.config import ExecutorConfig
+from executors.stores.config import RunsConfig
 from planner.config import PlannerConfig
 from retrieval.config import RetrievalConfig
 
@@ -81,7 +82,9 @@ class GatewaySettings(_Section):
     port: int = Field(8000, ge=1, le=65535, description="Port of the gateway.")
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted (413 above).")
     max_prompt_chars: int = Field(
-        32_000, gt=0, description="Largest total message text in one chat request (400 above)."
+        32_000,
+        gt=0,
+        description="Largest total text in one chat request: messages, `tools` and assistant `tool_calls` (400 above).",
     )
     max_messages: int = Field(256, gt=0, description="Most messages in one chat request.")
     max_tokens_limit: int = Field(
@@ -128,6 +131,46 @@ class SchemaGuardSettings(_Section):
     )
 
 
+class ToolCallSettings(_Section):
+    """Gateway-side tool calling (serving/toolcalls): grammar bounds and retries."""
+
+    max_parallel_calls: int = Field(
+        4, ge=1, le=16, description="Most tool calls in one assistant turn when parallel_tool_calls is not false."
+    )
+    free_string_chars: int = Field(
+        32,
+        ge=4,
+        le=512,
+        description="Longest free string argument (one without enum or its own bounded pattern); bounded so that "
+        "every call has a finite worst case and max_tokens never cuts it off.",
+    )
+    max_string_chars: int = Field(
+        256, ge=4, le=2048, description="Upper bound on a client `maxLength` honoured in the grammar."
+    )
+    max_array_items: int = Field(4, ge=1, le=64, description="maxItems of an array argument without a smaller one.")
+    number_max_digits: int = Field(9, ge=1, le=18, description="Digits of the integer part of a numeric argument.")
+    enum_range_max: int = Field(
+        64, ge=0, le=512, description="An integer argument with minimum and maximum this close is decoded as an enum."
+    )
+    max_argument_tokens: int = Field(
+        768, ge=16, le=4096, description="Cap on the max_tokens of one call's arguments (its worst case when smaller)."
+    )
+    retries: int = Field(1, ge=0, le=3, description="Re-asks when a call's arguments do not validate.")
+
+
+class EmbeddingSettings(_Section):
+    """POST /v1/embeddings from the packaged MiniLM model (retrieval/embedder.py), run off the event loop."""
+
+    enabled: bool = Field(True, description="Serve /v1/embeddings (and list the model in /v1/models).")
+    model_id: str = Field("all-minilm-l6-v2", description="Model id clients send and /v1/models lists.")
+    max_inputs: int = Field(256, ge=1, le=4096, description="Most inputs in one request.")
+    max_input_chars: int = Field(8192, ge=1, description="Longest single input (characters).")
+    max_total_chars: int = Field(262_144, ge=1, description="Most characters over all inputs of one request.")
+    max_pending: int = Field(
+        8, ge=1, description="Embedding requests waiting or running at once; past it clients get 429 + Retry-After."
+    )
+
+
 class Settings(BaseSettings):
     """Effective planstack configuration."""
 
@@ -157,8 +200,11 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)  # type: ignore[arg-type]
     isolation: IsolationSettings = Field(default_factory=IsolationSettings)  # type: ignore[arg-type]
     schema_guard: SchemaGuardSettings = Field(default_factory=SchemaGuardSettings)  # type: ignore[arg-type]
+    toolcalls: ToolCallSettings = Field(default_factory=ToolCallSettings)  # type: ignore[arg-type]
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     executors: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    runs: RunsConfig = Field(default_factory=RunsConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
 
     @field_validator("home", mode="after")

@@ -10,6 +10,7 @@
   there is one (an engine started without a key ignores it).
 - `gateway_factory`: real gateways (uvicorn on loopback ports) in front of that engine.
 - `fake_gateway`: a real gateway in front of the FAKE upstream in tests/fakes (marker fake_upstream).
+- `postgres_server` / `postgres_url` (tests/postgres.py): a REAL PostgreSQL started for the session.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from serving.engine.profiles import load_profile
 from serving.private_files import read_private_file
 from serving.settings import EngineSettings, Settings, load_settings
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream, free_port
+
+pytest_plugins = ["tests.postgres"]
 
 API_KEYS = "key-tenant-a-000=tenantA,key-tenant-b-000=tenantB"
 KEY_A = "key-tenant-a-000"

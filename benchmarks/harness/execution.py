@@ -23,7 +23,7 @@ from executors.observation import NodeResult
 from executors.registry import ToolRegistry
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
-from executors.store import SqliteRunStore
+from executors.stores import SqliteRunStore
 from executors.tools import default_registry
 from planner.plan import Plan
 

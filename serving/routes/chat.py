@@ -3,21 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from serving.auth import Principal
+from serving.chat import ChatService, ToolCallTurn
 from serving.dependencies import parse_model, principal, read_json, services
+from serving.openapi import json_body
 from serving.planning import PLANNER_MODEL, as_sse
 from serving.protocol import ChatCompletionRequest
+from serving.toolcalls.shaping import chat_chunks, chat_completion
 
 router = APIRouter()
 
 SESSION_HEADER = "x-planstack-session"
+SSE_HEADERS = {"Cache-Control": "no-cache"}
 
 
-@router.post("/v1/chat/completions")
+async def relay(chat: ChatService, body: dict[str, Any], path: str) -> Response:
+    """Stream an engine answer: errors before its first bytes are a plain error response."""
+    first, rest = await chat.first_chunk(body, path)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield first
+        async for chunk in rest:
+            yield chunk
+
+    return StreamingResponse(chunks(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+TOOL_CALL_FAILED = {422: "No valid tool call was decoded"}
+
+
+@router.post("/v1/chat/completions", **json_body(ChatCompletionRequest, extra_errors=TOOL_CALL_FAILED))
 async def chat_completions(request: Request, who: Principal = Depends(principal)) -> Response:
     svc = services(request)
     body = parse_model(ChatCompletionRequest, await read_json(request, svc.settings.gateway.max_body_bytes))
@@ -27,14 +47,15 @@ async def chat_completions(request: Request, who: Principal = Depends(principal)
         if body.stream:
             return StreamingResponse(as_sse(reply), media_type="text/event-stream")
         return JSONResponse(reply)
-    engine_body = await svc.chat.prepare(body, who, request.headers.get(SESSION_HEADER))
+    turn = await svc.chat.turn(body, who, request.headers.get(SESSION_HEADER))
+    if isinstance(turn, ToolCallTurn):
+        if body.stream:
+            usage = body.stream_options is not None and bool(body.stream_options.include_usage)
+            return StreamingResponse(
+                chat_chunks(turn.turn, body.model, include_usage=usage), media_type="text/event-stream",
+                headers=SSE_HEADERS,
+            )  # fmt: skip
+        return JSONResponse(chat_completion(turn.turn, body.model))
     if not body.stream:
-        return Response(await svc.chat.complete(engine_body), media_type="application/json")
-    first, rest = await svc.chat.first_chunk(engine_body)
-
-    async def relay() -> AsyncIterator[bytes]:
-        yield first
-        async for chunk in rest:
-            yield chunk
-
-    return StreamingResponse(relay(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return Response(await svc.chat.complete(turn.body), media_type="application/json")
+    return await relay(svc.chat, turn.body, "/v1/chat/completions")

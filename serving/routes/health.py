@@ -6,11 +6,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from serving.dependencies import services
+from serving.openapi import error_responses
 
 router = APIRouter()
 
 
-@router.get("/health")
+@router.get("/health", responses=error_responses(500, extra={503: "The engine is down (same body, status degraded)"}))
 async def health(request: Request) -> JSONResponse:
     svc = services(request)
     engine_ok = await svc.engine.healthy()

@@ -8,13 +8,14 @@ from fastapi import APIRouter, Depends, Request
 
 from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_json, services
+from serving.openapi import json_body
 from serving.planning import PlanCreate
 from serving.routes.chat import SESSION_HEADER
 
 router = APIRouter()
 
 
-@router.post("/v1/plans")
+@router.post("/v1/plans", **json_body(PlanCreate, extra_errors={422: "No valid plan could be produced"}))
 async def create_plan(request: Request, who: Principal = Depends(principal)) -> dict[str, Any]:
     svc = services(request)
     body = parse_model(PlanCreate, await read_json(request, svc.settings.gateway.max_body_bytes))

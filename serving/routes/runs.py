@@ -6,13 +6,15 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi import APIRouter, Depends, Header, Path, Request
+from fastapi.responses import JSONResponse
 
-from executors.store import RunStoreError
+from executors.stores import RunStoreError
 from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_json, services
 from serving.errors import error_body
+from serving.followers import FollowerStream
+from serving.openapi import error_responses, json_body
 from serving.planning import RUN_ID_PATTERN, RunCreate, store_unavailable
 from serving.routes.chat import SESSION_HEADER
 
@@ -20,7 +22,17 @@ router = APIRouter()
 RunId = Path(pattern=RUN_ID_PATTERN, max_length=48)
 
 
-@router.post("/v1/runs")
+@router.post(
+    "/v1/runs",
+    **json_body(
+        RunCreate,
+        extra_errors={
+            413: "Body over `gateway.max_body_bytes`, or plan over `runs.max_plan_*` (`plan_too_large`)",
+            422: "No valid plan could be produced",
+            429: "A per-tenant run quota (`too_many_active_runs`, `stored_runs_quota`, `stored_bytes_quota`)",
+        },
+    ),
+)
 async def create_run(request: Request, who: Principal = Depends(principal)) -> JSONResponse:
     svc = services(request)
     body = parse_model(RunCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
@@ -29,29 +41,41 @@ async def create_run(request: Request, who: Principal = Depends(principal)) -> J
     return JSONResponse(payload, status_code=200 if body.wait else 202)
 
 
-@router.get("/v1/runs/{run_id}")
+@router.get("/v1/runs/{run_id}", responses=error_responses(401, 404, 503))
 async def get_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
-    return services(request).runs().get(who, run_id).model_dump(mode="json")
+    view = await services(request).runs().get(who, run_id)
+    return view.model_dump(mode="json")
 
 
-@router.post("/v1/runs/{run_id}/resume")
+@router.post(
+    "/v1/runs/{run_id}/resume",
+    responses=error_responses(401, 404, 503, extra={409: "A live driver executes the run (`Retry-After`)"}),
+)
 async def resume_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
     view = await services(request).runs().resume(who, run_id)
     return view.model_dump(mode="json")
 
 
-@router.get("/v1/runs/{run_id}/events")
-async def run_events(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> StreamingResponse:
-    gateway = services(request).runs()
-    gateway.get(who, run_id)  # 404 before the stream starts, not inside it
+@router.get(
+    "/v1/runs/{run_id}/events",
+    responses=error_responses(401, 404, 503, extra={429: "Too many event streams for this tenant or gateway"}),
+)
+async def run_events(
+    request: Request,
+    run_id: str = RunId,
+    last_event_id: int = Header(0, ge=0, le=1_000_000_000, alias="Last-Event-ID"),
+    who: Principal = Depends(principal),
+) -> FollowerStream:
+    """Replay then follow; a reconnecting client sends `Last-Event-ID` (the SSE `id`) to skip what it saw."""
+    slot, events = await services(request).runs().follow(who, run_id, after=last_event_id)
 
     async def stream() -> AsyncIterator[bytes]:
         try:
-            async for event in gateway.runs.events(who.tenant, run_id):
-                yield f"event: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
+            async for event in events:
+                yield f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
         except Exception as exc:  # noqa: BLE001 - a stream error becomes a final error event
             _, body, _ = error_body(store_unavailable(exc) if isinstance(exc, RunStoreError) else exc)
             yield f"event: error\ndata: {json.dumps(body)}\n\n".encode()
         yield b"event: done\ndata: {}\n\n"
 
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return FollowerStream(stream(), slot, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

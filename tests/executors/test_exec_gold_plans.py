@@ -18,7 +18,7 @@ from exec_helpers import FakeSleep, run
 from executors.config import ExecutorConfig
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
-from executors.store import SqliteRunStore
+from executors.stores import SqliteRunStore
 from executors.tools import default_registry
 from planner.plan import Plan
 
@@ -40,13 +40,15 @@ def failure_reason(view: RunView) -> str:
 def test_gold_plans_succeed_on_the_demo_tools(tmp_path: Path) -> None:
     rows = gold_rows()
     scheduler = DagScheduler(default_registry(), ExecutorConfig(), sleep=FakeSleep(), rng=random.Random(7))
-    service = RunService(SqliteRunStore(tmp_path / "runs.sqlite3"), scheduler)
+    store = SqliteRunStore(tmp_path / "runs.sqlite3")
+    service = RunService(store, scheduler)
 
     async def run_all() -> list[tuple[str, RunView]]:
         views = [
             (row["id"], await service.run("gold", row["request"], Plan.model_validate(row["plan"]))) for row in rows
         ]
         await service.aclose()
+        await store.aclose()
         return views
 
     views = run(run_all())

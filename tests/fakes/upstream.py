@@ -27,7 +27,11 @@ class FakeBehaviour:
     status: int = 200
     error_message: str = "fake upstream error"
     reply: str = "hello from the fake upstream"
+    replies: list[str] = field(default_factory=list)  # answered first, one per request, then `reply`
     received: list[dict[str, Any]] = field(default_factory=list)
+
+    def next_reply(self) -> str:
+        return self.replies.pop(0) if self.replies else self.reply
 
 
 def create_fake_upstream(model: str, behaviour: FakeBehaviour) -> FastAPI:
@@ -50,8 +54,9 @@ def create_fake_upstream(model: str, behaviour: FakeBehaviour) -> FastAPI:
         if behaviour.status != 200:
             error = {"message": behaviour.error_message, "type": "BadRequestError", "param": None, "code": 400}
             return JSONResponse({"error": error}, status_code=behaviour.status)
+        reply = behaviour.next_reply()
         if body.get("stream"):
-            return StreamingResponse(_stream(model, behaviour.reply), media_type="text/event-stream")
+            return StreamingResponse(_stream(model, reply), media_type="text/event-stream")
         return JSONResponse(
             {
                 "id": "chatcmpl-fake",
@@ -59,11 +64,21 @@ def create_fake_upstream(model: str, behaviour: FakeBehaviour) -> FastAPI:
                 "created": int(time.time()),
                 "model": model,
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": behaviour.reply}, "finish_reason": "stop"}
+                    {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
                 ],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
             }
         )
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Response:
+        body = await request.json()
+        behaviour.received.append(body)
+        choice = {"index": 0, "text": behaviour.next_reply(), "logprobs": None, "finish_reason": "stop"}
+        return JSONResponse(
+            {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model,
+             "choices": [choice], "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}}
+        )  # fmt: skip
 
     return app
 

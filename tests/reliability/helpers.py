@@ -67,6 +67,7 @@ def fault_registry(calls_file: Path, *, block_label: str | None = None, with_dem
 
     - `step(label)`: answers at once; `step` with `label == block_label` prints `READY <label>` and
       blocks forever (the test kills the process then);
+    - `nap(label, seconds)`: answers after `seconds` (a slow tool);
     - `hang(label)`: never answers (0.2 s timeout, 2 attempts);
     - `boom(label)`: raises an unexpected exception (not retried);
     - `flaky_io(label)`: raises OSError (retryable: 3 attempts).
@@ -81,6 +82,13 @@ def fault_registry(calls_file: Path, *, block_label: str | None = None, with_dem
             print(f"READY {label}", flush=True)
             await asyncio.Event().wait()
         return Echo(label=label, text=f"done-{label}")
+
+    @registry.tool(version="1", timeout_s=30)
+    async def nap(label: str, seconds: float = 1.0) -> Echo:
+        """Record the call, then take `seconds` (a slow tool)."""
+        record_call(calls_file, label)
+        await asyncio.sleep(min(seconds, 20.0))
+        return Echo(label=label, text=f"slept-{label}")
 
     @registry.tool(version="1", timeout_s=0.2, retries=2)
     async def hang(label: str) -> Echo:

@@ -23,12 +23,13 @@ import pytest
 
 from executors.errors import RunNotFound
 from executors.observation import NodeResult
-from executors.runs import RunService
+from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
-from executors.store import RunRecord, SqliteRunStore
+from executors.stores import Lease, RunRecord, SqliteRunStore
 from executors.tools import default_registry
 from planner.config import PlannerConfig
 from planner.llm import Completion
+from planner.plan import Plan
 from planner.service import PlannerService
 from retrieval.collection import ChunkDraft
 from retrieval.knowledge import KnowledgeBase
@@ -44,24 +45,34 @@ WEATHER_STEPS = {"steps": [{"tool": "get_weather", "args": {"city": "Hangzhou", 
 
 
 def test_run_store_answers_only_to_the_runs_tenant(tmp_path: Path) -> None:
-    store = SqliteRunStore(tmp_path / "runs.db")
     plan = plan_of({"id": "n1", "tool": "step", "args": {"label": "a"}})
-    store.create_run(RunRecord(run_id="run_aaaaaaaaaaaa", tenant="alice", request="mine", plan=plan))
     result = NodeResult.model_construct(node_id="n1", tool="step", status="succeeded", round=0, attempts=1)
-    assert store.get_run("bob", "run_aaaaaaaaaaaa") is None and store.list_runs("bob") == []
-    for write in (
-        lambda: store.update_run("bob", "run_aaaaaaaaaaaa", status="failed"),
-        lambda: store.save_result("bob", "run_aaaaaaaaaaaa", result),
-        lambda: store.append_event("bob", "run_aaaaaaaaaaaa", "run_started"),
-        lambda: store.results("bob", "run_aaaaaaaaaaaa"),
-        lambda: store.events("bob", "run_aaaaaaaaaaaa"),
-        lambda: store.plans("bob", "run_aaaaaaaaaaaa"),
-    ):
-        with pytest.raises(RunNotFound):
-            write()
-    assert store.get_run("alice", "run_aaaaaaaaaaaa").status == "running"  # type: ignore[union-attr]
-    assert store.results("alice", "run_aaaaaaaaaaaa") == [] and store.events("alice", "run_aaaaaaaaaaaa") == []
-    store.close()
+
+    async def go() -> None:
+        store = SqliteRunStore(tmp_path / "runs.db")
+        record = RunRecord(run_id="run_aaaaaaaaaaaa", tenant="alice", request="mine", plan=plan)
+        lease = await store.create_run(record, owner="a", ttl_s=60)
+        forged = Lease("bob", lease.run_id, lease.owner, lease.epoch, lease.expires_at)
+        assert await store.get_run("bob", "run_aaaaaaaaaaaa") is None and await store.list_runs("bob") == []
+        for attempt in (
+            store.acquire_lease("bob", "run_aaaaaaaaaaaa", owner="b", ttl_s=60),
+            store.update_run(forged, status="failed"),
+            store.save_result(forged, result),
+            store.append_event(forged, "run_started"),
+            store.results("bob", "run_aaaaaaaaaaaa"),
+            store.events("bob", "run_aaaaaaaaaaaa"),
+            store.plans("bob", "run_aaaaaaaaaaaa"),
+        ):
+            with pytest.raises(RunNotFound):
+                await attempt
+        assert (await store.get_run("alice", "run_aaaaaaaaaaaa")).status == "running"  # type: ignore[union-attr]
+        assert await store.results("alice", "run_aaaaaaaaaaaa") == []
+        assert await store.events("alice", "run_aaaaaaaaaaaa") == []
+        await store.cache_put("plans", "alice", "k", "alice's", ttl_s=60)
+        assert await store.cache_get("plans", "bob", "k") is None  # the cache is keyed on the tenant too
+        await store.aclose()
+
+    asyncio.run(go())
 
 
 @pytest.mark.fake_upstream
@@ -158,13 +169,18 @@ def test_injected_instructions_in_a_tool_output_do_not_choose_tools(tmp_path: Pa
         {"id": "n1", "tool": "fetch_page", "args": {"url": "http://attacker.example/page"}},
         {"id": "n2", "tool": "boom", "args": {"label": "$n1.text"}, "depends_on": ["n1"]},
     )
-    view = asyncio.run(service.run("alice", "Summarise the page at http://attacker.example/page", plan))
+
+    async def go() -> tuple[RunView, list[tuple[int, Plan]]]:
+        done = await service.run("alice", "Summarise the page at http://attacker.example/page", plan)
+        return done, await store.plans("alice", done.run_id)
+
+    view, plans = asyncio.run(go())
     assert llm.prompts, "the failure was re-planned with the model"
     assert view.status == "failed"
     for prompt in llm.prompts:
         assert RAW_ONLY not in prompt  # the raw output never reaches the planner
     ran = {n.tool for n in view.nodes if n.attempts > 0}
-    planned = {node.tool for _, p in store.plans("alice", view.run_id) for node in p.nodes}
+    planned = {node.tool for _, p in plans for node in p.nodes}
     assert "transfer_funds" not in planned | ran  # the injected call was refused by validation
     assert planned <= set(registry.names()) and ran <= set(registry.names())
     store.close()

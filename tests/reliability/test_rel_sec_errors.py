@@ -13,7 +13,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from executors.store import RunStoreError, SqliteRunStore
+from executors.stores import RunStoreError, SqliteRunStore
 from serving.app import create_app
 from serving.redaction import describe_store_failure
 from serving.settings import EngineSettings, Settings

@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from executors.runs import RunService
+from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
-from executors.store import SqliteRunStore
+from executors.stores import SqliteRunStore
 from planner.config import PlannerConfig
 from planner.llm import Completion, Message, PlannerLLM
+from planner.plan import Plan
 from planner.service import PlannerService
 from serving.isolation import CacheSalter
 from serving.planning import TenantReplanner
@@ -80,16 +81,21 @@ def test_replan_prompt_has_no_tool_text_and_does_not_call_the_injected_tool(tmp_
         {"id": "n1", "tool": "fetch_page", "args": {"url": "http://attacker.example/notes"}},
         {"id": "n2", "tool": "summarise", "args": {"text": "$n1.body"}},
     )
-    view = asyncio.run(service.run("alice", "Summarise the notes at http://attacker.example/notes", plan))
+
+    async def go() -> tuple[RunView, list[tuple[int, Plan]]]:
+        done = await service.run("alice", "Summarise the notes at http://attacker.example/notes", plan)
+        return done, await store.plans("alice", done.run_id)
+
+    view, plans = asyncio.run(go())
 
     assert prompts, "the failure was re-planned with the model"
     for prompt in prompts:
         leaked = [text for text in FREE_TEXT if text in prompt]
         assert not leaked, f"tool text reached the re-planner: {leaked}"
     replan = prompts[0]
-    assert 'succeeded; output object{title: string, body: string, links: list[1] of string}' in replan
+    assert "succeeded; output object{title: string, body: string, links: list[1] of string}" in replan
     assert "n2 summarise: failed (tool_exception, not retryable); args: text=$n1.body" in replan
-    planned = {node.tool for _, p in store.plans("alice", view.run_id) for node in p.nodes}
+    planned = {node.tool for _, p in plans for node in p.nodes}
     ran = {node.tool for node in view.nodes if node.attempts > 0}
     assert "convert_currency" in registry.names()  # a registered tool: validation alone would let it through
     assert "convert_currency" not in planned | ran, (planned, ran)

@@ -37,7 +37,7 @@ def test_chat_completion_with_the_openai_client(
     gateway_factory: Callable[..., RunningGateway], engine_model: str
 ) -> None:
     client = sdk(gateway_factory())
-    assert [model.id for model in client.models.list().data] == [engine_model, "planner"]
+    assert [model.id for model in client.models.list().data] == [engine_model, "planner", "all-minilm-l6-v2"]
     reply = client.chat.completions.create(
         model=engine_model, messages=[{"role": "user", "content": "Say hello."}], max_tokens=8, temperature=0
     )

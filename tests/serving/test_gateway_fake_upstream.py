@@ -63,7 +63,7 @@ def test_missing_or_unknown_keys_get_401(fake_stack: FakeStack, headers: dict[st
 def test_models_lists_the_engine_model(fake_stack: FakeStack) -> None:
     with fake_stack.gateway.client() as client:
         data = client.get("/v1/models").json()["data"]
-    assert [model["id"] for model in data] == [FAKE_MODEL, "planner"]
+    assert [model["id"] for model in data] == [FAKE_MODEL, "planner", "all-minilm-l6-v2"]
 
 
 def test_malformed_json_is_400(fake_stack: FakeStack) -> None:

@@ -1,0 +1,117 @@
+"""What the run store holds and answers with: run records, events, leases, usage, purge reports."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.plan import Plan
+
+RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
+EventType = Literal[
+    "run_started",
+    "node_started",
+    "node_retrying",
+    "node_finished",
+    "node_failed",
+    "node_skipped",
+    "replan",
+    "run_finished",
+]
+TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed"})
+
+
+class RunRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    tenant: str
+    request: str
+    plan: Plan = Field(description="The plan of the current round.")
+    status: RunStatus = "running"
+    round: int = 0
+    replans: int = 0
+    error: dict[str, Any] | None = Field(default=None, description="Structured explanation when the run failed.")
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    lease_owner: str | None = Field(default=None, description="Replica that holds (or last held) the lease.")
+    lease_expires_at: float | None = None
+    driven: bool = Field(default=False, description="A live lease is held: some replica executes the run now.")
+
+    @property
+    def effective_status(self) -> RunStatus:
+        """`interrupted` for a run recorded as running whose driver is gone (its lease expired)."""
+        return "interrupted" if self.status == "running" and not self.driven else self.status
+
+
+class RunEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    seq: int
+    type: EventType
+    round: int = 0
+    node_id: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+    ts: float = 0.0
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The right to drive one run. Every write of the driver is fenced on (owner, epoch): once
+    another replica acquires the lease (epoch + 1), the old driver's writes are refused."""
+
+    tenant: str
+    run_id: str
+    owner: str
+    epoch: int
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class TenantQuota:
+    """Per-tenant caps checked atomically when a run is created."""
+
+    max_active_runs: int
+    max_stored_runs: int
+    max_stored_bytes: int
+
+
+@dataclass(frozen=True)
+class TenantUsage:
+    active_runs: int
+    stored_runs: int
+    stored_bytes: int
+
+
+@dataclass(frozen=True)
+class PurgeReport:
+    runs_deleted: int
+    bytes_freed: int
+    cache_entries_deleted: int
+    total_bytes_after: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "runs_deleted": self.runs_deleted,
+            "bytes_freed": self.bytes_freed,
+            "cache_entries_deleted": self.cache_entries_deleted,
+            "total_bytes_after": self.total_bytes_after,
+        }
+
+
+@dataclass(frozen=True)
+class WatchState:
+    """What a follower's wake-up depends on: the last event and whether a driver is alive."""
+
+    last_seq: int
+    driven: bool
+    status: str
+
+
+def dumps(value: Any) -> str | None:
+    """Compact JSON text for a stored column (None stays NULL)."""
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
