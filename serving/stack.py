@@ -48,14 +48,19 @@ def knowledge_for(settings: Settings) -> KnowledgeSearch | None:
     return knowledge if knowledge.collections() else None
 
 
-def build_domain(settings: Settings, *, engine_model: str, http: httpx.AsyncClient) -> Domain:
-    registry = default_registry(knowledge=knowledge_for(settings))
-    llm = VLLMChatClient(
+def planner_llm(settings: Settings, engine_model: str, http: httpx.AsyncClient) -> VLLMChatClient:
+    """The planner's client of the engine, sending the engine's key."""
+    return VLLMChatClient(
         settings.engine.base_url,
         engine_model,
         http,
         timeout_s=settings.engine.request_timeout_s,
         api_key=engine_api_key(settings),
     )
+
+
+def build_domain(settings: Settings, *, engine_model: str, http: httpx.AsyncClient) -> Domain:
+    registry = default_registry(knowledge=knowledge_for(settings))
+    llm = planner_llm(settings, engine_model, http)
     planner = PlannerService.from_config(settings.planner, llm=llm, catalog=catalog_of(registry))
     return Domain(planner=planner, registry=registry, run_store_path=settings.home / "runs.sqlite3")

@@ -15,12 +15,10 @@ from pydantic import BaseModel
 from executors.errors import ToolUnavailable
 from executors.registry import ToolRegistry
 from executors.tools import default_registry
-from planner.llm import VLLMChatClient
 from planner.plan import Plan
 from planner.service import PlannerService
-from serving.engine.process import engine_api_key
 from serving.settings import Settings
-from serving.stack import Domain, catalog_of
+from serving.stack import Domain, catalog_of, planner_llm
 
 TRACE_MARKERS = ("Traceback (most recent call last)", 'File "/', "site-packages", "sqlite3.")
 
@@ -114,13 +112,7 @@ def fault_registry(calls_file: Path, *, block_label: str | None = None, with_dem
 
 def domain_with(settings: Settings, registry: ToolRegistry, engine_model: str, http: httpx.AsyncClient) -> Domain:
     """The gateway's domain over `registry` (the planner's catalog comes from it, as in build_domain)."""
-    llm = VLLMChatClient(
-        settings.engine.base_url,
-        engine_model,
-        http,
-        timeout_s=settings.engine.request_timeout_s,
-        api_key=engine_api_key(settings),
-    )
+    llm = planner_llm(settings, engine_model, http)
     planner = PlannerService.from_config(settings.planner, llm=llm, catalog=catalog_of(registry))
     return Domain(planner=planner, registry=registry, run_store_path=settings.home / "runs.sqlite3")
 
