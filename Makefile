@@ -39,6 +39,11 @@ lint: setup
 	@$(PY) -m ruff check serving planner executors retrieval benchmarks tests scripts
 	@$(PY) -m mypy
 
+## The deployment files in configs/deploy (docker-compose config, kubernetes-validate; see the README "Scaling out").
+.PHONY: validate-deploy
+validate-deploy: setup
+	@scripts/validate_deploy.sh
+
 bench-gateway: model
 	@$(PY) -m benchmarks.gateway_overhead
 

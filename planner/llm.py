@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
 Message = dict[str, str]
+# Extra headers for one engine request from its body (e.g. serving.routing.EngineRouting.headers).
+RequestHeaders = Callable[[Mapping[str, Any]], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -74,14 +76,19 @@ class VLLMChatClient:
         *,
         timeout_s: float = 120.0,
         stream: bool = True,
+        headers: RequestHeaders | None = None,
         api_key: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.headers: RequestHeaders = headers or (lambda _body: {})
         self.model = model
         self.http = http
         self.timeout_s = timeout_s
         self.stream = stream
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
+        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
+
+    def _headers_for(self, body: dict[str, Any]) -> dict[str, str]:
+        return {**self._auth, **self.headers(body)}
 
     def body(
         self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int, cache_salt: str | None
@@ -115,7 +122,7 @@ class VLLMChatClient:
         try:
             if self.stream:
                 return await self._streamed(url, body, start)
-            response = await self.http.post(url, json=body, headers=self.headers, timeout=self.timeout_s)
+            response = await self.http.post(url, json=body, headers=self._headers_for(body), timeout=self.timeout_s)
             _raise_for_status(response.status_code, response.text)
             return _parse_full(response.json(), time.perf_counter() - start)
         except httpx.TimeoutException as exc:
@@ -128,7 +135,8 @@ class VLLMChatClient:
         ttft: float | None = None
         usage: dict[str, Any] = {}
         finish: str | None = None
-        async with self.http.stream("POST", url, json=body, headers=self.headers, timeout=self.timeout_s) as response:
+        headers = self._headers_for(body)
+        async with self.http.stream("POST", url, json=body, headers=headers, timeout=self.timeout_s) as response:
             if response.status_code >= 400:
                 await response.aread()
                 _raise_for_status(response.status_code, response.text)

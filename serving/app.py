@@ -38,6 +38,7 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
+from serving.routing import EngineRouting
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
 from serving.stack import Domain, build_domain
@@ -132,6 +133,7 @@ def create_app(
         max_connections=settings.gateway.max_concurrent_upstream + 8,
         metrics=metrics,
         api_key=engine_api_key(settings),
+        routing=EngineRouting.from_settings(settings.engine),
     )
     backend = settings.engine.structured_outputs_backend
     worker = CompileWorker(model_dir, backend) if model_dir is not None else None

@@ -71,6 +71,20 @@ class EngineSettings(_Section):
         description="Key the engine requires on every route but /health, known only to the gateway "
         "(env PLANSTACK_ENGINE__API_KEY). Unset: a random one is created once in <home>/engine-key (mode 0600).",
     )
+    affinity_header: str = Field(
+        "X-Session-ID",
+        pattern=r"^([A-Za-z0-9][A-Za-z0-9-]{0,63})?$",
+        description="Header carrying a hash of the request's cache salt on every engine request, so that a "
+        "router with consistent hashing keeps a tenant on one engine (serving/routing.py). vllm-router "
+        "hashes on X-Session-ID; empty disables the header.",
+    )
+    health_path: str = Field(
+        "/health",
+        max_length=128,
+        pattern=r"^/([A-Za-z0-9_.-]+/?)*$",
+        description="Path the gateway's /health probes on engine.host:engine.port. Behind vllm-router use "
+        "/readiness (200 while at least one engine is healthy; its /health is 503 if any engine is down).",
+    )
 
     @property
     def base_url(self) -> str:

@@ -17,6 +17,7 @@ from planner.catalog import ToolCatalog
 from planner.llm import VLLMChatClient
 from planner.service import PlannerService
 from serving.engine.process import engine_api_key
+from serving.routing import EngineRouting
 from serving.settings import Settings
 
 
@@ -55,6 +56,7 @@ def planner_llm(settings: Settings, engine_model: str, http: httpx.AsyncClient) 
         engine_model,
         http,
         timeout_s=settings.engine.request_timeout_s,
+        headers=EngineRouting.from_settings(settings.engine).headers,
         api_key=engine_api_key(settings),
     )
 

@@ -17,6 +17,7 @@ import aiohttp
 
 from serving.errors import EngineTimeoutError, EngineUnavailableError, PlanstackError, UpstreamError
 from serving.metrics import GatewayMetrics
+from serving.routing import DIRECT, EngineRouting
 
 RETRY_AFTER_S = 5
 
@@ -45,9 +46,11 @@ class EngineClient:
         max_connections: int,
         metrics: GatewayMetrics | None = None,
         api_key: str | None = None,
+        routing: EngineRouting = DIRECT,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
+        self._routing = routing
         self._timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
         self._max_connections = max_connections
@@ -94,7 +97,8 @@ class EngineClient:
     async def post_json(self, path: str, body: dict[str, Any]) -> bytes:
         """POST a JSON body; the raw response bytes on 2xx, a typed error otherwise."""
         try:
-            async with self._client().post(self.base_url + path, json=body) as response:
+            headers = self._routing.headers(body)
+            async with self._client().post(self.base_url + path, json=body, headers=headers) as response:
                 if response.status >= 400:
                     raise await self._error(response)
                 return await response.read()
@@ -110,7 +114,10 @@ class EngineClient:
         """
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout_s, sock_read=self._timeout_s)
         try:
-            async with self._client().post(self.base_url + path, json=body, timeout=timeout) as response:
+            headers = self._routing.headers(body)
+            async with self._client().post(
+                self.base_url + path, json=body, headers=headers, timeout=timeout
+            ) as response:
                 if response.status >= 400:
                     raise await self._error(response)
                 async for chunk in response.content.iter_any():
@@ -121,7 +128,7 @@ class EngineClient:
     async def healthy(self) -> bool:
         try:
             timeout = aiohttp.ClientTimeout(total=2.0)
-            async with self._client().get(self.base_url + "/health", timeout=timeout) as response:
+            async with self._client().get(self.base_url + self._routing.health_path, timeout=timeout) as response:
                 return response.status == 200
         except (aiohttp.ClientError, TimeoutError):
             return False

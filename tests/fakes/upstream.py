@@ -29,6 +29,7 @@ class FakeBehaviour:
     reply: str = "hello from the fake upstream"
     replies: list[str] = field(default_factory=list)  # answered first, one per request, then `reply`
     received: list[dict[str, Any]] = field(default_factory=list)
+    received_headers: list[dict[str, str]] = field(default_factory=list)
 
     def next_reply(self) -> str:
         return self.replies.pop(0) if self.replies else self.reply
@@ -49,6 +50,7 @@ def create_fake_upstream(model: str, behaviour: FakeBehaviour) -> FastAPI:
     async def chat(request: Request) -> Response:
         body = await request.json()
         behaviour.received.append(body)
+        behaviour.received_headers.append(dict(request.headers))
         if behaviour.delay_s:
             await asyncio.sleep(behaviour.delay_s)
         if behaviour.status != 200:
