@@ -19,7 +19,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from benchmarks import metrics, nestful
@@ -27,12 +26,13 @@ from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.demos import Demonstration, DemonstrationSource, WordOverlapDemonstrations
 from planner.fallback import FallbackError
-from planner.llm import PlannerLLM, VLLMChatClient
+from planner.llm import PlannerLLM
 from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, demo_catalog
 from planner.slots import extract_values
 from serving.engine.process import existing_engine_key
 from serving.settings import load_settings
+from serving.stack import build_planner, standalone_planner_llm
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -146,7 +146,7 @@ def compile_report(model_dir: Path, timeout_s: float, sizes: Sequence[int]) -> d
 
     default = GrammarConfig()
     config = PlannerConfig(today=date(2026, 11, 30))
-    sample = PlannerService.from_config(config, llm=None, catalog=demo)  # type: ignore[arg-type]
+    sample = build_planner(config, llm=None, catalog=demo)  # type: ignore[arg-type]
 
     def request_values(request: str) -> Any:
         return extract_values(request, sample.intent_of(request), sample.slot_kinds)
@@ -300,7 +300,7 @@ async def run_variant(
             "fallback_enabled": variant.pipeline,
         }
     )
-    svc = PlannerService.from_config(config, llm=llm, catalog=catalog, demos=demos)
+    svc = build_planner(config, llm=llm, catalog=catalog, demos=demos)
     svc.business_rules = business_rules
     model_scores, final_scores, latencies, tokens, per_token, rows = [], [], [], [], [], []
     paths: dict[str, int] = {}
@@ -392,9 +392,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         report = json.loads((RESULTS / "planner.json").read_text())
     chosen = [VARIANTS[VARIANT_KEYS[k]] for k in args.variants]
     rules = yaml.safe_load(base.rules_path.read_text())["rules"]
-    async with httpx.AsyncClient() as http:
-        key = existing_engine_key(load_settings())  # the engine's key, when it was started from this home
-        llm = VLLMChatClient(args.engine_url, args.model, http, timeout_s=300, api_key=key)
+    key = existing_engine_key(load_settings())  # the engine's key, when it was started from this home
+    async with standalone_planner_llm(args.engine_url, args.model, timeout_s=300, api_key=key) as llm:
         travel_catalog = demo_catalog()
         travel = load_travel(args.limit)
         travel_demos = WordOverlapDemonstrations.from_jsonl(base.demonstrations_path)
@@ -408,7 +407,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         for name, cases, catalog, demos, business in sets:
             if name.startswith("nestful"):  # long tool specs: a 6-tool shortlist keeps room for 2 examples
                 base = base.model_copy(update={"prompt_max_tools": 6})
-            svc = PlannerService.from_config(base, llm=llm, catalog=catalog, demos=demos)
+            svc = build_planner(base, llm=llm, catalog=catalog, demos=demos)
             entry: dict[str, Any] = {
                 "n": len(cases),
                 "tools": len(catalog),

@@ -10,22 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.errors import PlanstackBaseError
 
-class ExecutorError(Exception):
+
+class ExecutorError(PlanstackBaseError):
     """Base class: a message, a stable `type` and whether trying again may help."""
 
     type: str = "executor_error"
-    retryable: bool = False
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
     def structured(self) -> dict[str, Any]:
         """The form stored in node results and events."""
-        message = self.message if self.hint is None else f"{self.message} ({self.hint})"
-        return {"error": message, "retryable": self.retryable, "type": self.type}
+        return {"error": self.explained, "retryable": self.retryable, "type": self.type}
 
 
 class ToolError(ExecutorError):

@@ -1,18 +1,22 @@
-"""The planner's view of the engine: one chat completion, optionally under a JSON-schema grammar."""
+"""The planner's view of the engine: one chat completion, optionally under a JSON-schema grammar.
+
+`PlannerLLM` is all the planner knows of the engine. Its implementation lives with the gateway's one
+engine client (`serving/engine_llm.py`), so planner calls share the gateway's bounded slots, metrics
+and error vocabulary; this module keeps what is pure: the request body, the assembly of a streamed
+or whole OpenAI chat completion into a `Completion`, and the typed errors the planner reacts to.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpx
+from planner.errors import PlanstackBaseError
 
 Message = dict[str, str]
-# Extra headers for one engine request from its body (e.g. serving.routing.EngineRouting.headers).
-RequestHeaders = Callable[[Mapping[str, Any]], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -32,18 +36,22 @@ class Completion:
         return (self.latency_s - self.ttft_s) / (self.completion_tokens - 1)
 
 
-class LLMError(Exception):
+class LLMError(PlanstackBaseError):
     """A failed engine call; `retryable` says whether the same call may succeed later."""
 
-    retryable = False
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
         self.status = status
 
 
 class LLMUnavailable(LLMError):
+    """The engine cannot be reached (down, restarting, overloaded)."""
+
     retryable = True
+
+
+class LLMBusy(LLMUnavailable):
+    """No engine slot is free for this caller (the gateway's back-pressure): try again shortly."""
 
 
 class LLMTimeout(LLMError):
@@ -65,114 +73,67 @@ class PlannerLLM(Protocol):
     ) -> Completion: ...
 
 
-class VLLMChatClient:
-    """`POST {base_url}/v1/chat/completions` on a vLLM OpenAI server, streamed to time the first token."""
+def chat_body(
+    model: str,
+    messages: list[Message],
+    *,
+    json_schema: dict[str, Any] | None,
+    max_tokens: int,
+    cache_salt: str | None,
+    stream: bool,
+) -> dict[str, Any]:
+    """The OpenAI chat body of one planner call (greedy; vLLM's `structured_outputs` for the grammar)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": stream,
+    }
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if json_schema is not None:
+        body["structured_outputs"] = {"json": json_schema}
+    if cache_salt:
+        body["cache_salt"] = cache_salt
+    return body
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        http: httpx.AsyncClient,
-        *,
-        timeout_s: float = 120.0,
-        stream: bool = True,
-        headers: RequestHeaders | None = None,
-        api_key: str | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.headers: RequestHeaders = headers or (lambda _body: {})
-        self.model = model
-        self.http = http
-        self.timeout_s = timeout_s
-        self.stream = stream
-        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
 
-    def _headers_for(self, body: dict[str, Any]) -> dict[str, str]:
-        return {**self._auth, **self.headers(body)}
+class StreamedCompletion:
+    """Assembles the chunks of a streamed chat completion, timing the first token."""
 
-    def body(
-        self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int, cache_salt: str | None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-            "stream": self.stream,
-        }
-        if self.stream:
-            body["stream_options"] = {"include_usage": True}
-        if json_schema is not None:
-            body["structured_outputs"] = {"json": json_schema}
-        if cache_salt:
-            body["cache_salt"] = cache_salt
-        return body
+    def __init__(self, started: float) -> None:
+        self._started = started
+        self._parts: list[str] = []
+        self._ttft: float | None = None
+        self._usage: dict[str, Any] = {}
+        self._finish: str | None = None
 
-    async def complete(
-        self,
-        messages: list[Message],
-        *,
-        json_schema: dict[str, Any] | None,
-        max_tokens: int,
-        cache_salt: str | None,
-    ) -> Completion:
-        body = self.body(messages, json_schema=json_schema, max_tokens=max_tokens, cache_salt=cache_salt)
-        url = f"{self.base_url}/v1/chat/completions"
-        start = time.perf_counter()
-        try:
-            if self.stream:
-                return await self._streamed(url, body, start)
-            response = await self.http.post(url, json=body, headers=self._headers_for(body), timeout=self.timeout_s)
-            _raise_for_status(response.status_code, response.text)
-            return _parse_full(response.json(), time.perf_counter() - start)
-        except httpx.TimeoutException as exc:
-            raise LLMTimeout(f"engine timed out after {self.timeout_s} s") from exc
-        except httpx.TransportError as exc:
-            raise LLMUnavailable(f"engine unreachable at {self.base_url}: {exc}") from exc
+    def add(self, chunk: dict[str, Any]) -> None:
+        if "error" in chunk:  # an error event in the middle of the stream
+            raise LLMRejected(str(chunk["error"])[:300])
+        self._usage = chunk.get("usage") or self._usage
+        for choice in chunk.get("choices") or []:
+            delta = (choice.get("delta") or {}).get("content")
+            if delta:
+                if self._ttft is None:
+                    self._ttft = time.perf_counter() - self._started
+                self._parts.append(delta)
+            self._finish = choice.get("finish_reason") or self._finish
 
-    async def _streamed(self, url: str, body: dict[str, Any], start: float) -> Completion:
-        parts: list[str] = []
-        ttft: float | None = None
-        usage: dict[str, Any] = {}
-        finish: str | None = None
-        headers = self._headers_for(body)
-        async with self.http.stream("POST", url, json=body, headers=headers, timeout=self.timeout_s) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                _raise_for_status(response.status_code, response.text)
-            async for chunk in sse_chunks(response):
-                if "error" in chunk:
-                    raise LLMRejected(str(chunk["error"]))
-                usage = chunk.get("usage") or usage
-                for choice in chunk.get("choices", []):
-                    delta = (choice.get("delta") or {}).get("content")
-                    if delta:
-                        if ttft is None:
-                            ttft = time.perf_counter() - start
-                        parts.append(delta)
-                    finish = choice.get("finish_reason") or finish
+    def completion(self) -> Completion:
         return Completion(
-            text="".join(parts),
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            latency_s=time.perf_counter() - start,
-            ttft_s=ttft,
-            finish_reason=finish,
+            text="".join(self._parts),
+            prompt_tokens=int(self._usage.get("prompt_tokens", 0)),
+            completion_tokens=int(self._usage.get("completion_tokens", 0)),
+            latency_s=time.perf_counter() - self._started,
+            ttft_s=self._ttft,
+            finish_reason=self._finish,
         )
 
 
-async def sse_chunks(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON chunks of an OpenAI-style server-sent-event stream, up to `data: [DONE]`."""
-    async for line in response.aiter_lines():
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        yield json.loads(data)
-
-
-def _parse_full(payload: dict[str, Any], latency: float) -> Completion:
+def whole_completion(payload: Any, latency_s: float) -> Completion:
+    """A non-streamed chat completion body as a `Completion` (LLMRejected when malformed)."""
     try:
         choice = payload["choices"][0]
         usage = payload.get("usage") or {}
@@ -180,17 +141,20 @@ def _parse_full(payload: dict[str, Any], latency: float) -> Completion:
             text=choice["message"].get("content") or "",
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
-            latency_s=latency,
+            latency_s=latency_s,
             finish_reason=choice.get("finish_reason"),
         )
-    except (KeyError, IndexError, TypeError) as exc:
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise LLMRejected(f"malformed completion: {str(payload)[:200]}") from exc
 
 
-def _raise_for_status(status: int, text: str) -> None:
-    if status < 400:
-        return
-    message = f"engine answered {status}: {text[:300]}"
-    if status in (408, 429, 502, 503, 504):
-        raise LLMUnavailable(message, status=status)
-    raise LLMRejected(message, status=status)
+async def sse_chunks(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+    """The JSON chunks of an OpenAI-style server-sent-event stream, given its lines, up to `data: [DONE]`
+    (ValueError on a chunk that is not JSON)."""
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        yield json.loads(data)

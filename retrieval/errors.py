@@ -7,19 +7,18 @@ JSON, OS) are converted to these at the store boundary; nothing else leaves the 
 
 from __future__ import annotations
 
+from planner.errors import PlanstackBaseError
 
-class RetrievalError(Exception):
-    """Base class of every error the retrieval layer raises."""
+
+class RetrievalError(PlanstackBaseError):
+    """Base class of every error the retrieval layer raises; its text carries the hint."""
 
     status: int = 500
     type: str = "server_error"
     code: str = "retrieval_error"
-    retryable: bool = False
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message if hint is None else f"{message} ({hint})")
-        self.message = message
-        self.hint = hint
+    def __str__(self) -> str:
+        return self.explained
 
 
 class InvalidNameError(RetrievalError):

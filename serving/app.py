@@ -1,4 +1,4 @@
-"""The gateway application: services wired once, routers mounted, every error through one funnel."""
+"""The gateway application: the stack's handlers on `app.state`, routers mounted, one error funnel."""
 
 from __future__ import annotations
 
@@ -8,27 +8,23 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.datastructures import State
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from executors.runs import RunService
-from executors.scheduler import DagScheduler
-from executors.stores import RunStoreError, open_run_store
+from executors.stores import RunStoreError
 from executors.upkeep import upkeep
+from planner.errors import PlanstackBaseError
 from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
 from serving.dependencies import Services
-from serving.embeddings import EmbeddingService
-from serving.engine.process import engine_api_key
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
-from serving.isolation import CacheSalter, server_secret
 from serving.metrics import GatewayMetrics
-from serving.planning import PlanningGateway, RunGateway, TenantReplanner, store_unavailable
+from serving.planning import PlanningGateway, RunGateway, store_unavailable
 from serving.routes import chat as chat_route
 from serving.routes import completions as completions_route
 from serving.routes import embeddings as embeddings_route
@@ -38,11 +34,8 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
-from serving.routing import EngineRouting
-from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
-from serving.stack import Domain, build_domain
-from serving.upstream import EngineClient
+from serving.stack import Stack, build_stack
 
 logger = logging.getLogger("planstack.gateway")
 
@@ -90,6 +83,10 @@ def install_error_funnel(app: FastAPI, metrics: GatewayMetrics) -> None:
     async def _store(_: Request, exc: RunStoreError) -> JSONResponse:
         return _error_response(store_unavailable(exc), metrics)
 
+    @app.exception_handler(PlanstackBaseError)  # e.g. the planner's engine errors: 429 / 503 / 504
+    async def _typed(_: Request, exc: PlanstackBaseError) -> JSONResponse:
+        return _error_response(exc, metrics)
+
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
@@ -109,80 +106,48 @@ def install_error_funnel(app: FastAPI, metrics: GatewayMetrics) -> None:
         return _error_response(exc, metrics)
 
 
-def create_app(
-    settings: Settings,
-    *,
-    engine_model: str,
-    model_dir: Path | None,
-    http: httpx.AsyncClient | None = None,
-    domain: Domain | None = None,
-) -> FastAPI:
-    """Build the gateway. `http` (the engine connection pool) and `domain` (planner, tools, run store)
-    may be injected; else they are built here from `settings`."""
-    metrics = GatewayMetrics()
-    own_http = http is None
-    client = http or httpx.AsyncClient(
-        timeout=httpx.Timeout(settings.engine.request_timeout_s, connect=settings.engine.connect_timeout_s),
-        limits=httpx.Limits(max_connections=settings.gateway.max_concurrent_upstream + 8),
-    )
-    secret = server_secret(settings)
-    engine = EngineClient(
-        settings.engine.base_url,
-        timeout_s=settings.engine.request_timeout_s,
-        connect_timeout_s=settings.engine.connect_timeout_s,
-        max_connections=settings.gateway.max_concurrent_upstream + 8,
-        metrics=metrics,
-        api_key=engine_api_key(settings),
-        routing=EngineRouting.from_settings(settings.engine),
-    )
-    backend = settings.engine.structured_outputs_backend
-    worker = CompileWorker(model_dir, backend) if model_dir is not None else None
-    guard = SchemaGuard(settings.schema_guard, backend, metrics, worker)
-    salter = CacheSalter(settings.isolation.scope, secret)
-    domain = domain or build_domain(settings, engine_model=engine_model, http=client)
-    planning = PlanningGateway(domain.planner, salter, metrics)
-    services = Services(
+def init_app_state(state: State, stack: Stack) -> Services:
+    """The routers' handlers, made from the stack; routers only fetch them from `app.state`. The run
+    gateway joins them once the stack has started (until then `/v1/runs` answers 503)."""
+    settings = stack.settings
+    state.services = Services(
         settings=settings,
         auth=ApiKeyAuth.from_settings(settings),
-        salter=salter,
-        metrics=metrics,
-        engine=engine,
-        guard=guard,
-        chat=ChatService(settings, engine, engine_model, salter, guard, metrics),
-        engine_model=engine_model,
-        planning_gateway=planning,
-        embeddings=EmbeddingService.from_settings(settings.embeddings, settings.retrieval)
-        if settings.embeddings.enabled
-        else None,
+        salter=stack.salter,
+        metrics=stack.metrics,
+        engine=stack.engine,
+        guard=stack.guard,
+        chat=ChatService(settings, stack.engine, stack.engine_model, stack.salter, stack.guard, stack.metrics),
+        engine_model=stack.engine_model,
+        planning_gateway=PlanningGateway(stack.planner, stack.salter, stack.metrics, stack.engine.slots),
+        embeddings=stack.embeddings,
     )
+    return state.services
+
+
+def create_app(source: Stack | Settings, *, engine_model: str | None = None, model_dir: Path | None = None) -> FastAPI:
+    """The gateway over a stack: one built by `build_stack`, or settings to build one from (with the
+    engine's served model name and the prepared weights folder, as `build_stack` takes them). The
+    app's lifespan starts the stack and closes it."""
+    stack = source if isinstance(source, Stack) else build_stack(source, engine_model=engine_model, model_dir=model_dir)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        store = open_run_store(settings)
-        runs = RunService(
-            store, DagScheduler(domain.registry, settings.executors), replanner=TenantReplanner(domain.planner, salter)
-        )
-        services.run_gateway = RunGateway(runs, planning)
-        try:
-            async with upkeep(runs):  # takeover of runs whose driver died, retention purge
-                yield
-        finally:
-            services.run_gateway = None
-            await runs.aclose()
-            await store.aclose()
-            guard.close()
-            if services.embeddings is not None:
-                services.embeddings.close()
-            await engine.close()
-            if own_http:
-                await client.aclose()
+        async with stack:
+            services.run_gateway = RunGateway(stack.run_service(), services.planning())
+            try:
+                async with upkeep(stack.run_service()):  # takeover of runs whose driver died, retention purge
+                    yield
+            finally:
+                services.run_gateway = None
 
     app = FastAPI(title="planstack", version=__version__, lifespan=lifespan)
-    app.state.services = services
+    app.state.stack = stack
     app.state.started_at = time.time()
+    services = init_app_state(app.state, stack)
     routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
     for module in (*routes, health_route, metrics_route):
         app.include_router(module.router)
-    install_error_funnel(app, services.metrics)
-    app.add_middleware(MetricsMiddleware, metrics=services.metrics)
+    install_error_funnel(app, stack.metrics)
+    app.add_middleware(MetricsMiddleware, metrics=stack.metrics)
     return app

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,6 @@ from serving.errors import (
     InvalidRequestError,
     ModelNotFoundError,
     PlanstackError,
-    RateLimitError,
     UpstreamError,
     error_body,
 )
@@ -37,24 +36,6 @@ from serving.upstream import EngineClient
 logger = logging.getLogger("planstack.chat")
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
-
-
-class UpstreamSlots:
-    """Bounded count of requests in flight to the engine; full → 429 at once, never an unbounded queue."""
-
-    def __init__(self, limit: int, metrics: GatewayMetrics) -> None:
-        self._free = limit
-        self._metrics = metrics
-
-    def acquire(self) -> None:
-        if self._free <= 0:
-            raise RateLimitError("too many requests in flight to the engine", retry_after_s=1)
-        self._free -= 1
-        self._metrics.in_flight.inc()
-
-    def release(self) -> None:
-        self._free += 1
-        self._metrics.in_flight.dec()
 
 
 @dataclass
@@ -92,7 +73,6 @@ class ChatService:
         self._salter = salter
         self._guard = guard
         self._metrics = metrics
-        self._slots = UpstreamSlots(settings.gateway.max_concurrent_upstream, metrics)
         self.tools = tools or ToolCallService(settings.toolcalls, guard)
 
     def check_model(self, model: str) -> None:
@@ -126,7 +106,11 @@ class ChatService:
         conversation = self.tools.conversation(request.messages, prepared.policy.catalog)
         sampling: dict[str, Any] = {k: body[k] for k in ("model", "cache_salt", "top_p", "seed") if k in body}
         sampling["temperature"] = request.temperature or 0.0
-        decoded = await self.tools.decode(conversation, prepared, sampling, self.engine_json)
+        async def engine_json(step: dict[str, Any]) -> dict[str, Any]:
+            return await self.engine_json(step, tenant=principal.tenant)
+
+        async with self._engine.slots.admitted(principal.tenant):  # one slot for the turn's engine calls
+            decoded = await self.tools.decode(conversation, prepared, sampling, engine_json)
         if decoded.calls:
             return ToolCallTurn(decoded)
         body["messages"] = decoded.conversation  # "auto" and the model chose to answer in text
@@ -178,35 +162,29 @@ class ChatService:
         self._check_tokens(request.max_tokens)
         return request.engine_body(model=self.engine_model, cache_salt=self._salter.salt(principal.tenant, session))
 
-    async def complete(self, body: dict[str, Any], path: str = CHAT_PATH) -> bytes:
-        self._slots.acquire()
-        try:
-            return await self._engine.post_json(path, body)
-        finally:
-            self._slots.release()
+    async def complete(self, body: dict[str, Any], path: str = CHAT_PATH, *, tenant: str) -> bytes:
+        """The whole reply; the engine client holds one of `tenant`'s slots meanwhile (429 when none)."""
+        return await self._engine.post_json(path, body, tenant=tenant)
 
-    async def engine_json(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def engine_json(self, body: dict[str, Any], *, tenant: str) -> dict[str, Any]:
         """One chat completion as parsed JSON (the gateway's own steps: tool calls, Responses)."""
-        reply = json.loads(await self.complete(body))
+        reply = json.loads(await self.complete(body, tenant=tenant))
         if not isinstance(reply, dict):
             raise UpstreamError(502, "the engine returned a malformed completion")
         return reply
 
-    async def first_chunk(self, body: dict[str, Any], path: str = CHAT_PATH) -> tuple[bytes, AsyncIterator[bytes]]:
+    async def first_chunk(
+        self, body: dict[str, Any], path: str = CHAT_PATH, *, tenant: str
+    ) -> tuple[bytes, AsyncIterator[bytes]]:
         """Start the stream and wait for its first bytes, so that errors before it get a plain response."""
-        self._slots.acquire()
-        iterator = self._engine.stream(path, body).__aiter__()
+        iterator = self._engine.stream(path, body, tenant=tenant)
         try:
             first = await iterator.__anext__()
         except StopAsyncIteration:
-            self._slots.release()
             return b"", _empty()
-        except BaseException:
-            self._slots.release()
-            raise
         return first, self._relay_rest(iterator)
 
-    async def _relay_rest(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async def _relay_rest(self, iterator: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
         try:
             async for chunk in iterator:
                 yield chunk
@@ -214,7 +192,7 @@ class ChatService:
             _, payload, _ = error_body(exc)
             yield f"data: {json.dumps(payload)}\n\ndata: [DONE]\n\n".encode()
         finally:
-            self._slots.release()
+            await iterator.aclose()  # frees the engine slot even when the client went away
 
 
 async def _empty() -> AsyncIterator[bytes]:

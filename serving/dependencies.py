@@ -25,7 +25,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 @dataclass
 class Services:
-    """Everything the routers use, built once per app by `create_app` (clients injected there)."""
+    """Everything the routers use, made from the stack once per app by `serving.app.init_app_state`."""
 
     settings: Settings
     auth: ApiKeyAuth

@@ -8,14 +8,17 @@ stack trace, no framework default page, no server file path) ever reaches a clie
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
+from planner.errors import PlanstackBaseError
+from planner.llm import LLMBusy, LLMError, LLMTimeout, LLMUnavailable
 from serving.redaction import redact_paths
 
 logger = logging.getLogger("planstack.errors")
 
 
-class PlanstackError(Exception):
+class PlanstackError(PlanstackBaseError):
     """Base class: an error with an HTTP status, an OpenAI error type and a retry hint."""
 
     status: int = 500
@@ -134,8 +137,23 @@ class UpstreamError(PlanstackError):
         self.retryable = self.status >= 500
 
 
+# The planner's engine errors (planner/llm.py) answer like the chat relay's: 429, 504, 503, else 502.
+PLANNER_ENGINE_ERRORS: tuple[tuple[type[LLMError], Callable[[LLMError], PlanstackError]], ...] = (
+    (LLMBusy, lambda exc: RateLimitError(exc.message, retry_after_s=1)),
+    (LLMTimeout, lambda exc: EngineTimeoutError("the engine did not answer in time")),
+    (LLMUnavailable, lambda exc: EngineUnavailableError("the engine is not reachable", retry_after_s=5)),
+    (LLMError, lambda exc: UpstreamError(502, "the engine rejected the planner's request")),
+)
+
+
+def planner_engine_error(exc: LLMError) -> PlanstackError:
+    return next(to_gateway(exc) for kind, to_gateway in PLANNER_ENGINE_ERRORS if isinstance(exc, kind))
+
+
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
     """Status, OpenAI error body and headers for any exception; unknown ones become a bare 500."""
+    if isinstance(exc, LLMError):
+        exc = planner_engine_error(exc)
     if isinstance(exc, PlanstackError):
         return exc.status, exc.body(), exc.headers()
     logger.exception("unhandled error", exc_info=exc)

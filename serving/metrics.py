@@ -32,6 +32,12 @@ class GatewayMetrics:
         self.in_flight = Gauge(
             "planstack_upstream_in_flight", "Requests being relayed to the engine", registry=self.registry
         )
+        self.upstream_rejected = Counter(
+            "planstack_upstream_rejected_total",
+            "Engine requests refused with 429: every slot busy (global) or the tenant's share used (tenant)",
+            ["reason"],
+            registry=self.registry,
+        )
         self.schema_checks = Counter(
             "planstack_schema_checks_total",
             "Client response_format schema pre-checks",

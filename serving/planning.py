@@ -2,7 +2,10 @@
 
 `PlanningGateway` serves `POST /v1/plans` and the virtual `planner` chat model (the plan JSON as the
 message content); `RunGateway` serves `/v1/runs`. Both are tenant-scoped: the tenant comes from the
-API key, the cache salt from the server's isolation scope, never from the client.
+API key, the cache salt from the server's isolation scope, never from the client. A planning
+request is admitted to one of its tenant's engine slots before the planner starts (429 when none is
+free); the planner's engine errors (`LLMUnavailable`, `LLMTimeout`) reach the error funnel as they
+are: 503, 504.
 """
 
 from __future__ import annotations
@@ -21,13 +24,11 @@ from executors.quotas import PlanTooLarge
 from executors.runs import RunService, RunView
 from executors.stores import QuotaExceeded, RunBusy, RunEvent, RunStoreError
 from planner.catalog import CatalogError
-from planner.llm import LLMTimeout, LLMUnavailable
 from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, PlanResult
 from serving.auth import Principal
+from serving.backpressure import UpstreamSlots
 from serving.errors import (
-    EngineTimeoutError,
-    EngineUnavailableError,
     InvalidRequestError,
     NotFoundError,
     PayloadTooLargeError,
@@ -113,27 +114,27 @@ def run_errors(run_id: str | None = None) -> Iterator[None]:
 
 
 class PlanningGateway:
-    def __init__(self, planner: PlannerService, salter: CacheSalter, metrics: GatewayMetrics) -> None:
+    def __init__(
+        self, planner: PlannerService, salter: CacheSalter, metrics: GatewayMetrics, slots: UpstreamSlots
+    ) -> None:
         self.planner = planner
         self._salter = salter
         self._metrics = metrics
+        self._slots = slots
 
     async def plan(
         self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
     ) -> PlanResult:
         salt = self._salter.salt(who.tenant, session)
         try:
-            result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
+            async with self._slots.admitted(who.tenant):  # a client waits: no free slot is a 429 at once
+                result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
         except PlanningFailed as exc:
             raise PlanningFailedError(f"no valid plan could be produced: {exc.reason}") from exc
         except CatalogError as exc:  # a ValueError too: keep it before the generic case
             raise InvalidRequestError(f"invalid tools: {exc}", param="tools") from exc
         except ValueError as exc:  # empty or over-long request
             raise InvalidRequestError(str(exc), param="request") from exc
-        except LLMUnavailable as exc:
-            raise EngineUnavailableError("the engine is not reachable", retry_after_s=5) from exc
-        except LLMTimeout as exc:
-            raise EngineTimeoutError("the engine did not answer in time") from exc
         self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
         self._metrics.plans.labels(result.path).inc()
         return result
@@ -186,15 +187,22 @@ def _text(content: Any) -> str:
 
 
 class TenantReplanner:
-    """The executors' Replanner: the planner, salted with the run's tenant like any other request."""
+    """The executors' Replanner: the planner, salted with the run's tenant like any other request and
+    admitted to one of that tenant's engine slots; with no client waiting, it may wait `slot_wait_s`
+    for one before the run fails with `replan_failed`."""
 
-    def __init__(self, planner: PlannerService, salter: CacheSalter) -> None:
+    def __init__(
+        self, planner: PlannerService, salter: CacheSalter, slots: UpstreamSlots, *, slot_wait_s: float = 0.0
+    ) -> None:
         self._planner = planner
         self._salter = salter
+        self._slots = slots
+        self._slot_wait_s = slot_wait_s
 
     async def replan(self, request: str, failure_summary: str, completed: dict[str, str], *, tenant: str) -> Plan:
         salt = self._salter.salt(tenant)
-        return await self._planner.replan(request, failure_summary, completed, tenant=tenant, cache_salt=salt)
+        async with self._slots.admitted(tenant, wait_s=self._slot_wait_s):
+            return await self._planner.replan(request, failure_summary, completed, tenant=tenant, cache_salt=salt)
 
 
 class RunGateway:

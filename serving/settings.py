@@ -108,7 +108,23 @@ class GatewaySettings(_Section):
         False, description="Log every request line (uvicorn access log); /metrics counts requests either way."
     )
     max_concurrent_upstream: int = Field(
-        64, gt=0, description="Requests relayed to the engine at once; past it clients get 429 + Retry-After."
+        64,
+        gt=0,
+        description="Requests in flight to the engine at once (chat, planner and re-planner traffic together); "
+        "past it clients get 429 + Retry-After.",
+    )
+    max_concurrent_upstream_per_tenant: int = Field(
+        48,
+        gt=0,
+        description="Of those, the most one tenant may hold; past it that tenant gets 429 + Retry-After while "
+        "the others still find slots. Above max_concurrent_upstream it is capped there (one tenant can then "
+        "take every slot).",
+    )
+    replan_slot_wait_s: float = Field(
+        30.0,
+        ge=0,
+        description="How long a run's re-planning (no client waiting on it) may wait for a free engine slot "
+        "before the run fails with `replan_failed`; client requests get their 429 at once.",
     )
 
 

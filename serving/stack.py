@@ -1,33 +1,208 @@
-"""The composition root: planner, tool registry and run store built from settings, clients injected.
+"""The composition root: every long-lived object of planstack, built once from `Settings`.
 
-Nothing here runs at import time; `build_domain` is called once per gateway (and by the CLI), and
-the `RunService` itself is created inside the running event loop by the app's lifespan.
+`build_stack(settings)` makes the ONE engine client (chat relay, tool calls, planner and re-planner
+traffic all take its bounded per-tenant slots), the planner on top of it, the tool registry with the
+knowledge base, the cache salter, the schema guard and the embedding service (on the knowledge
+base's model: one MiniLM per process); `await stack.start()` (or `async with stack:`) opens the run
+store and the run service inside the running event loop, and `aclose()` closes everything in
+reverse order. The gateway's lifespan, every CLI command, the benchmarks and the test helpers get
+their objects here; nothing else constructs them. Tests inject a registry or a planner LLM.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 from executors.registry import ToolRegistry
+from executors.runs import RunService
+from executors.scheduler import DagScheduler
+from executors.stores import RunStore, open_run_store
 from executors.tools import KnowledgeSearch, default_registry
 from planner.catalog import ToolCatalog
-from planner.llm import VLLMChatClient
+from planner.config import PlannerConfig
+from planner.demos import DemonstrationSource
+from planner.llm import PlannerLLM
 from planner.service import PlannerService
+from retrieval.knowledge import KnowledgeBase
+from serving.backpressure import UpstreamSlots
+from serving.embeddings import EmbeddingService
 from serving.engine.process import engine_api_key
+from serving.engine.profiles import load_profile
+from serving.engine_llm import EnginePlannerLLM
+from serving.errors import EngineUnavailableError
+from serving.isolation import CacheSalter, server_secret
+from serving.metrics import GatewayMetrics
+from serving.planning import TenantReplanner
 from serving.routing import EngineRouting
+from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
+from serving.upstream import EngineClient
 
 
 @dataclass
-class Domain:
-    """The product behind the OpenAI-compatible surface."""
+class Stack:
+    """The product behind every entry point; `store` and `runs` exist between start() and aclose()."""
 
-    planner: PlannerService
+    settings: Settings
+    metrics: GatewayMetrics
+    engine: EngineClient
+    engine_model: str
+    planner_llm: PlannerLLM
+    knowledge_base: KnowledgeBase
     registry: ToolRegistry
-    run_store_path: Path
+    planner: PlannerService
+    salter: CacheSalter
+    guard: SchemaGuard
+    embeddings: EmbeddingService | None  # /v1/embeddings (None when disabled), on the knowledge base's model
+    run_store_url: str | None = None  # a SQLite file or a store URL; None: the settings' `runs.store_url`
+    store: RunStore | None = field(default=None, init=False)
+    runs: RunService | None = field(default=None, init=False)
+    _resources: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack, init=False, repr=False)
+
+    async def start(self) -> Stack:
+        """Open the run store and start the run service (idempotent)."""
+        if self.runs is not None:
+            return self
+        self.store = await self._resources.enter_async_context(run_store_for(self.settings, url=self.run_store_url))
+        replanner = TenantReplanner(
+            self.planner, self.salter, self.engine.slots, slot_wait_s=self.settings.gateway.replan_slot_wait_s
+        )
+        self.runs = RunService(self.store, DagScheduler(self.registry, self.settings.executors), replanner=replanner)
+        self._resources.push_async_callback(self.runs.aclose)
+        return self
+
+    async def aclose(self) -> None:
+        """Stop the runs (they stay resumable), close the store, the guard's worker and the engine
+        pool; a stack that was never started closes what it made (the engine pool) all the same."""
+        self.runs, self.store = None, None
+        await self._resources.aclose()
+        self.guard.close()
+        if self.embeddings is not None:
+            self.embeddings.close()
+        await self.engine.close()
+
+    async def __aenter__(self) -> Stack:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def run_service(self) -> RunService:
+        if self.runs is None:
+            raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.runs
+
+
+def build_stack(
+    settings: Settings,
+    *,
+    engine_model: str | None = None,
+    model_dir: Path | None = None,
+    registry: ToolRegistry | None = None,
+    planner_llm: PlannerLLM | None = None,
+    run_store_url: str | None = None,
+) -> Stack:
+    """Everything from `settings`. `engine_model` defaults to the profile's served name; `model_dir`
+    (the prepared weights) lets the schema guard pre-compile client schemas as the engine would;
+    `registry` and `planner_llm` replace the demo tools and the engine-backed planner model (tests)."""
+    metrics = GatewayMetrics()
+    model = engine_model or load_profile(settings.engine.profile).served_model_name
+    engine = build_engine_client(settings, metrics)
+    llm = planner_llm or EnginePlannerLLM(engine, model)
+    knowledge = open_knowledge_base(settings)
+    tools = registry or default_registry(knowledge=searchable(knowledge))
+    backend = settings.engine.structured_outputs_backend
+    worker = CompileWorker(model_dir, backend) if model_dir is not None else None
+    return Stack(
+        settings=settings,
+        metrics=metrics,
+        engine=engine,
+        engine_model=model,
+        planner_llm=llm,
+        knowledge_base=knowledge,
+        registry=tools,
+        planner=build_planner(settings.planner, llm=llm, catalog=catalog_of(tools)),
+        salter=CacheSalter(settings.isolation.scope, server_secret(settings)),
+        guard=SchemaGuard(settings.schema_guard, backend, metrics, worker),
+        embeddings=EmbeddingService(settings.embeddings, knowledge.embedder) if settings.embeddings.enabled else None,
+        run_store_url=run_store_url,
+    )
+
+
+def build_engine_client(settings: Settings, metrics: GatewayMetrics | None = None) -> EngineClient:
+    """The one client of the engine at `settings.engine`, with the gateway's slots."""
+    gateway = settings.gateway
+    return EngineClient(
+        settings.engine.base_url,
+        timeout_s=settings.engine.request_timeout_s,
+        connect_timeout_s=settings.engine.connect_timeout_s,
+        slots=UpstreamSlots(gateway.max_concurrent_upstream, gateway.max_concurrent_upstream_per_tenant, metrics),
+        metrics=metrics,
+        api_key=engine_api_key(settings),
+        routing=EngineRouting.from_settings(settings.engine),
+    )
+
+
+def build_planner(
+    config: PlannerConfig, *, llm: PlannerLLM, catalog: ToolCatalog, demos: DemonstrationSource | None = None
+) -> PlannerService:
+    """The planner over `catalog` (the benchmarks build their variants here too)."""
+    return PlannerService.from_config(config, llm=llm, catalog=catalog, demos=demos)
+
+
+@contextlib.asynccontextmanager
+async def standalone_planner_llm(
+    engine_url: str,
+    model: str,
+    *,
+    timeout_s: float,
+    connect_timeout_s: float = 3.0,
+    max_in_flight: int = 64,
+    api_key: str | None = None,
+) -> AsyncIterator[EnginePlannerLLM]:
+    """The planner's engine client for an engine URL outside any gateway (benchmarks): the same
+    classes as the stack's, closed on exit. `api_key`: the engine's key (`existing_engine_key`)."""
+    engine = EngineClient(
+        engine_url,
+        timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s,
+        slots=UpstreamSlots(max_in_flight, max_in_flight),
+        api_key=api_key,
+    )
+    try:
+        yield EnginePlannerLLM(engine, model)
+    finally:
+        await engine.close()
+
+
+@contextlib.asynccontextmanager
+async def run_store_for(settings: Settings, *, url: str | None = None) -> AsyncIterator[RunStore]:
+    """THE place where the stack opens and closes its run store: `url` (a SQLite file or a store URL)
+    or the settings' `runs.store_url` (default: SQLite in the home folder), with the settings' leases,
+    quotas and retention."""
+    store = open_run_store(url or settings, config=settings.runs)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+def open_knowledge_base(settings: Settings) -> KnowledgeBase:
+    """The FAISS knowledge base over <home>/indexes (the embedding model loads on first search)."""
+    return KnowledgeBase.from_home(settings.home, settings.retrieval)
+
+
+def searchable(knowledge: KnowledgeBase) -> KnowledgeSearch | None:
+    """The knowledge base when `planstack index build` has run, else None (the tools then use their
+    keyword search over executors/data/knowledge.json)."""
+    return knowledge if knowledge.collections() else None
+
+
+def knowledge_for(settings: Settings) -> KnowledgeSearch | None:
+    return searchable(open_knowledge_base(settings))
 
 
 def catalog_of(registry: ToolRegistry) -> ToolCatalog:
@@ -38,31 +213,3 @@ def catalog_of(registry: ToolRegistry) -> ToolCatalog:
         tool["function"]["output_schema"] = spec.output_schema
         tools.append(tool)
     return ToolCatalog.from_openai(tools)
-
-
-def knowledge_for(settings: Settings) -> KnowledgeSearch | None:
-    """The FAISS knowledge base when `planstack index build` has run, else None (the tools then use
-    their keyword search over executors/data/knowledge.json). The embedding model loads lazily."""
-    from retrieval.knowledge import KnowledgeBase
-
-    knowledge = KnowledgeBase.from_home(settings.home, settings.retrieval)
-    return knowledge if knowledge.collections() else None
-
-
-def planner_llm(settings: Settings, engine_model: str, http: httpx.AsyncClient) -> VLLMChatClient:
-    """The planner's client of the engine, sending the engine's key."""
-    return VLLMChatClient(
-        settings.engine.base_url,
-        engine_model,
-        http,
-        timeout_s=settings.engine.request_timeout_s,
-        headers=EngineRouting.from_settings(settings.engine).headers,
-        api_key=engine_api_key(settings),
-    )
-
-
-def build_domain(settings: Settings, *, engine_model: str, http: httpx.AsyncClient) -> Domain:
-    registry = default_registry(knowledge=knowledge_for(settings))
-    llm = planner_llm(settings, engine_model, http)
-    planner = PlannerService.from_config(settings.planner, llm=llm, catalog=catalog_of(registry))
-    return Domain(planner=planner, registry=registry, run_store_path=settings.home / "runs.sqlite3")

@@ -1,20 +1,24 @@
-"""Client of the vLLM engine's OpenAI server: the one place where engine failures become typed errors.
+"""Client of the vLLM engine's OpenAI server: the ONE client of all engine traffic (chat relay,
+planner, re-planner), and the one place where engine failures become typed errors.
 
-Connection failures become 503 (with Retry-After), timeouts 504, and engine error bodies are relayed
-with their status and message (never their internals). The relay is the gateway's hot path, so it
-uses aiohttp (measured here: about half the per-request cost of httpx); its connection pool is made
-inside the running event loop on first use and closed by the app's lifespan.
+Every request holds one of the bounded, per-tenant `UpstreamSlots` while it is in flight (429 when
+none is free). Connection failures become 503 (with Retry-After), timeouts 504, and engine error
+bodies are relayed with their status and message (never their internals). The relay is the
+gateway's hot path, so it uses aiohttp (measured here: about half the per-request cost of httpx);
+its connection pool is made inside the running event loop on first use and closed by the stack.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
 
+from serving.backpressure import UpstreamSlots
 from serving.errors import EngineTimeoutError, EngineUnavailableError, PlanstackError, UpstreamError
 from serving.metrics import GatewayMetrics
 from serving.routing import DIRECT, EngineRouting
@@ -43,7 +47,7 @@ class EngineClient:
         *,
         timeout_s: float,
         connect_timeout_s: float,
-        max_connections: int,
+        slots: UpstreamSlots,
         metrics: GatewayMetrics | None = None,
         api_key: str | None = None,
         routing: EngineRouting = DIRECT,
@@ -51,9 +55,10 @@ class EngineClient:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
         self._routing = routing
+        self.slots = slots
         self._timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
-        self._max_connections = max_connections
+        self._max_connections = slots.limit + 8  # spare connections: health checks never wait behind a flood
         self._metrics = metrics
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -94,36 +99,49 @@ class EngineClient:
             self._count("status_5xx")
         return _upstream_error(response.status, await response.read())
 
-    async def post_json(self, path: str, body: dict[str, Any]) -> bytes:
-        """POST a JSON body; the raw response bytes on 2xx, a typed error otherwise."""
-        try:
-            headers = self._routing.headers(body)
-            async with self._client().post(self.base_url + path, json=body, headers=headers) as response:
-                if response.status >= 400:
-                    raise await self._error(response)
-                return await response.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise self._translate(exc) from exc
+    def _slot(self, tenant: str | None) -> contextlib.AbstractAsyncContextManager[object]:
+        """One of `tenant`'s slots for this call, unless the task was admitted already (a planning request)."""
+        return contextlib.nullcontext() if self.slots.holds(tenant) else self.slots.held(tenant)
 
-    async def stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[bytes]:
-        """POST and relay a server-sent-event stream chunk by chunk.
+    def request_headers(self, *, tenant: str | None, body: dict[str, Any]) -> dict[str, str]:
+        """The headers of one engine request (`body` carries the server-side `cache_salt`): the one
+        place where per-request headers, such as a router affinity header, are added."""
+        return self._routing.headers(body)
+
+    async def post_json(self, path: str, body: dict[str, Any], *, tenant: str | None) -> bytes:
+        """POST a JSON body for `tenant` (holding one of its slots); the raw response bytes on 2xx,
+        a typed error otherwise (429 at once when no slot is free)."""
+        async with self._slot(tenant):
+            headers = self.request_headers(tenant=tenant, body=body)
+            try:
+                async with self._client().post(self.base_url + path, json=body, headers=headers) as response:
+                    if response.status >= 400:
+                        raise await self._error(response)
+                    return await response.read()
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise self._translate(exc) from exc
+
+    async def stream(self, path: str, body: dict[str, Any], *, tenant: str | None) -> AsyncGenerator[bytes, None]:
+        """POST for `tenant` and relay a server-sent-event stream chunk by chunk; the slot is held
+        until the stream ends or is closed.
 
         Errors before the first byte raise (the caller still can send a plain error response);
         errors after it raise too, and the caller turns them into a final error event. The timeout
         applies between chunks, not to the whole stream.
         """
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout_s, sock_read=self._timeout_s)
-        try:
-            headers = self._routing.headers(body)
-            async with self._client().post(
-                self.base_url + path, json=body, headers=headers, timeout=timeout
-            ) as response:
-                if response.status >= 400:
-                    raise await self._error(response)
-                async for chunk in response.content.iter_any():
-                    yield chunk
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise self._translate(exc) from exc
+        async with self._slot(tenant):
+            headers = self.request_headers(tenant=tenant, body=body)
+            try:
+                async with self._client().post(
+                    self.base_url + path, json=body, headers=headers, timeout=timeout
+                ) as response:
+                    if response.status >= 400:
+                        raise await self._error(response)
+                    async for chunk in response.content.iter_any():
+                        yield chunk
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise self._translate(exc) from exc
 
     async def healthy(self) -> bool:
         try:

@@ -12,6 +12,7 @@ Online mode: requests in order, each gold plan added to the example index after 
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -196,23 +197,25 @@ async def run_accuracy(
     from benchmarks.harness.demos import ExampleIndex
     from benchmarks.harness.planners import GatewayPlanner, NearestCopy, ServicePlanner, build_service
     from benchmarks.harness.stats import across_repeats
-    from planner.llm import VLLMChatClient
     from serving.engine.process import existing_engine_key
     from serving.settings import load_settings
+    from serving.stack import standalone_planner_llm
 
     if config.online and not config.engine_url:
         raise ValueError("--online needs --engine-url: examples are injected into an in-process planner")
     base = load_settings().planner
     skipped: dict[str, str] = {}
     runs: list[dict[str, Any]] = []
-    async with httpx.AsyncClient(timeout=config.timeout_s) as http:
+    async with contextlib.AsyncExitStack() as clients:
+        http = await clients.enter_async_context(httpx.AsyncClient(timeout=config.timeout_s))
         llm = (
-            VLLMChatClient(
-                config.engine_url,
-                config.model or "",
-                http,
-                timeout_s=config.timeout_s,
-                api_key=existing_engine_key(load_settings()),
+            await clients.enter_async_context(
+                standalone_planner_llm(
+                    config.engine_url,
+                    config.model or "",
+                    timeout_s=config.timeout_s,
+                    api_key=existing_engine_key(load_settings()),  # the engine's key, if it was started here
+                )
             )
             if config.engine_url
             else None

@@ -1,4 +1,4 @@
-"""`planstack bench …`: latency, accuracy, compare (Typer app `app`, mounted by serving/cli.py)."""
+"""`planstack bench …`: latency, accuracy, compare (Typer app `app`, mounted by serving/cli/__init__.py)."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ async def _chat(client: httpx.AsyncClient, target: Target, text: str, start: flo
         if response.status_code != 200:
             await response.aread()
             return Sample(False, str(response.status_code), time.perf_counter() - start)
-        async for chunk in sse_chunks(response):
+        async for chunk in sse_chunks(response.aiter_lines()):
             if "error" in chunk:
                 return Sample(False, "stream_error", time.perf_counter() - start, ttft)
             if chunk.get("usage"):

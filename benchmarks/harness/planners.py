@@ -63,8 +63,10 @@ def planner_config(base: PlannerConfig, dataset: Dataset, variant: str) -> Plann
 def build_service(
     base: PlannerConfig, dataset: Dataset, variant: str, llm: PlannerLLM, demos: ExampleIndex
 ) -> PlannerService:
+    from serving.stack import build_planner
+
     catalog = demo_domain_catalog() if dataset.tools is None else ToolCatalog.from_openai(dataset.tools)
-    service = PlannerService.from_config(planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos)
+    service = build_planner(planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos)
     if dataset.tools is not None:
         service.business_rules = []  # the configured business rules are the demo domain's
     return service

@@ -25,7 +25,7 @@ class ResponsesService:
             shape.output = [function_call_item(new_id("fc"), call) for call in turn.turn.calls]
             shape.finish("tool_calls", turn.turn.usage.as_dict())
             return shape.body()
-        reply = await self._chat.engine_json({**turn.body, "stream": False})
+        reply = await self._chat.engine_json({**turn.body, "stream": False}, tenant=who.tenant)
         choice = (reply.get("choices") or [{}])[0]
         text = str((choice.get("message") or {}).get("content") or "")
         shape.output = [message_item(new_id("msg"), text)]
@@ -38,7 +38,7 @@ class ResponsesService:
         turn = await self._chat.turn(request.to_chat(), who, session)
         if isinstance(turn, ToolCallTurn):
             return _tool_call_events(shape, turn.turn)
-        first, rest = await self._chat.first_chunk(turn.body)
+        first, rest = await self._chat.first_chunk(turn.body, tenant=who.tenant)
         return _text_events(shape, _prepend(first, rest))
 
 

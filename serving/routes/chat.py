@@ -22,9 +22,9 @@ SESSION_HEADER = "x-planstack-session"
 SSE_HEADERS = {"Cache-Control": "no-cache"}
 
 
-async def relay(chat: ChatService, body: dict[str, Any], path: str) -> Response:
-    """Stream an engine answer: errors before its first bytes are a plain error response."""
-    first, rest = await chat.first_chunk(body, path)
+async def relay(chat: ChatService, body: dict[str, Any], path: str, *, tenant: str) -> Response:
+    """Stream an engine answer for `tenant`: errors before its first bytes are a plain error response."""
+    first, rest = await chat.first_chunk(body, path, tenant=tenant)
 
     async def chunks() -> AsyncIterator[bytes]:
         yield first
@@ -57,5 +57,5 @@ async def chat_completions(request: Request, who: Principal = Depends(principal)
             )  # fmt: skip
         return JSONResponse(chat_completion(turn.turn, body.model))
     if not body.stream:
-        return Response(await svc.chat.complete(turn.body), media_type="application/json")
-    return await relay(svc.chat, turn.body, "/v1/chat/completions")
+        return Response(await svc.chat.complete(turn.body, tenant=who.tenant), media_type="application/json")
+    return await relay(svc.chat, turn.body, "/v1/chat/completions", tenant=who.tenant)

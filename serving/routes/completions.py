@@ -20,5 +20,6 @@ async def completions(request: Request, who: Principal = Depends(principal)) -> 
     body = parse_model(CompletionRequest, await read_json(request, svc.settings.gateway.max_body_bytes))
     engine_body = svc.chat.check_completion(body, who, request.headers.get(SESSION_HEADER))
     if not body.stream:
-        return Response(await svc.chat.complete(engine_body, COMPLETIONS_PATH), media_type="application/json")
-    return await relay(svc.chat, engine_body, COMPLETIONS_PATH)
+        reply = await svc.chat.complete(engine_body, COMPLETIONS_PATH, tenant=who.tenant)
+        return Response(reply, media_type="application/json")
+    return await relay(svc.chat, engine_body, COMPLETIONS_PATH, tenant=who.tenant)

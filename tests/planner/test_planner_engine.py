@@ -6,12 +6,11 @@ import asyncio
 from datetime import date
 from typing import Any
 
-import httpx
 import pytest
 
 from planner.config import PlannerConfig
-from planner.llm import VLLMChatClient
-from planner.service import PlannerService, PlanResult, demo_catalog
+from planner.service import PlanResult, demo_catalog
+from serving.stack import build_planner, standalone_planner_llm
 
 pytestmark = pytest.mark.engine
 
@@ -27,11 +26,8 @@ def plan_with(
     engine: tuple[str, str | None], engine_model: str, request: str, tenant: str = "test", **config: Any
 ) -> PlanResult:
     async def go() -> PlanResult:
-        async with httpx.AsyncClient() as http:
-            llm = VLLMChatClient(engine[0], engine_model, http, timeout_s=180, api_key=engine[1])
-            svc = PlannerService.from_config(
-                PlannerConfig(today=date(2026, 11, 30), **config), llm=llm, catalog=demo_catalog()
-            )
+        async with standalone_planner_llm(engine[0], engine_model, timeout_s=180, api_key=engine[1]) as llm:
+            svc = build_planner(PlannerConfig(today=date(2026, 11, 30), **config), llm=llm, catalog=demo_catalog())
             return await svc.plan(request, tenant=tenant, cache_salt=f"planner-test-{tenant}")
 
     return asyncio.run(go())

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from serving.cli import app
 from planner.render import render_tree
+from serving.cli import app
 from tests.planner.helpers import node, plan
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import httpx
 import uvicorn
 from pydantic import SecretStr
 
 from serving.app import create_app
 from serving.settings import EngineSettings, Settings
+from serving.stack import build_stack
 from tests.conftest import API_KEYS, FAKE_MODEL
-from tests.reliability.helpers import domain_with, fault_registry
+from tests.reliability.helpers import fault_registry
 
 
 def main(home: str, port: str, calls_file: str, block_label: str | None = None) -> None:
@@ -24,11 +24,8 @@ def main(home: str, port: str, calls_file: str, block_label: str | None = None) 
     settings = Settings(
         home=Path(home), api_keys=SecretStr(API_KEYS), engine=EngineSettings(port=1, connect_timeout_s=0.5)
     )
-    http = httpx.AsyncClient()
     registry = fault_registry(Path(calls_file), block_label=block_label)
-    app = create_app(
-        settings, engine_model=FAKE_MODEL, model_dir=None, domain=domain_with(settings, registry, FAKE_MODEL, http)
-    )
+    app = create_app(build_stack(settings, engine_model=FAKE_MODEL, registry=registry))
     uvicorn.run(app, host="127.0.0.1", port=int(port), log_level="warning")
 
 

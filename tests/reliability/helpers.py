@@ -16,9 +16,6 @@ from executors.errors import ToolUnavailable
 from executors.registry import ToolRegistry
 from executors.tools import default_registry
 from planner.plan import Plan
-from planner.service import PlannerService
-from serving.settings import Settings
-from serving.stack import Domain, catalog_of, planner_llm
 
 TRACE_MARKERS = ("Traceback (most recent call last)", 'File "/', "site-packages", "sqlite3.")
 
@@ -108,13 +105,6 @@ def fault_registry(calls_file: Path, *, block_label: str | None = None, with_dem
         raise ToolUnavailable("connection reset by the backend")
 
     return registry
-
-
-def domain_with(settings: Settings, registry: ToolRegistry, engine_model: str, http: httpx.AsyncClient) -> Domain:
-    """The gateway's domain over `registry` (the planner's catalog comes from it, as in build_domain)."""
-    llm = planner_llm(settings, engine_model, http)
-    planner = PlannerService.from_config(settings.planner, llm=llm, catalog=catalog_of(registry))
-    return Domain(planner=planner, registry=registry, run_store_path=settings.home / "runs.sqlite3")
 
 
 def sse_events(text_lines: list[str]) -> list[tuple[str, dict[str, Any]]]:

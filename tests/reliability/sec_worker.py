@@ -17,15 +17,15 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-import httpx
 import uvicorn
 from pydantic import BaseModel, SecretStr
 
 from serving.app import create_app
 from serving.settings import EngineSettings, Settings
+from serving.stack import build_stack
 from tests.conftest import API_KEYS, FAKE_MODEL
 from tests.fakes.upstream import FakeBehaviour, create_fake_upstream
-from tests.reliability.helpers import domain_with, fault_registry
+from tests.reliability.helpers import fault_registry
 
 
 class Bulk(BaseModel):
@@ -36,7 +36,6 @@ def gateway(home: str, port: str, engine_url: str, model_dir: str | None = None)
     parsed = urlparse(engine_url)
     engine = EngineSettings(host=parsed.hostname or "127.0.0.1", port=parsed.port or 80, connect_timeout_s=0.5)
     settings = Settings(home=Path(home), api_keys=SecretStr(API_KEYS), engine=engine)
-    http = httpx.AsyncClient()
     registry = fault_registry(Path(home) / "calls.txt")
 
     @registry.tool(version="1", timeout_s=30)
@@ -44,12 +43,8 @@ def gateway(home: str, port: str, engine_url: str, model_dir: str | None = None)
         """`count` (≤ 7,000) small objects: about 1 MiB of JSON at the most."""
         return Bulk(items=[{"id": f"{i:06d}" + "x" * 114, "n": i} for i in range(min(count, 7_000))])
 
-    app = create_app(
-        settings,
-        engine_model=FAKE_MODEL,
-        model_dir=Path(model_dir) if model_dir else None,
-        domain=domain_with(settings, registry, FAKE_MODEL, http),
-    )
+    model = Path(model_dir) if model_dir else None
+    app = create_app(build_stack(settings, engine_model=FAKE_MODEL, model_dir=model, registry=registry))
     uvicorn.run(app, host="127.0.0.1", port=int(port), log_level="warning")
 
 

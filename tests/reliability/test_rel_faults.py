@@ -27,15 +27,10 @@ from executors.scheduler import DagScheduler
 from executors.stores import RunsConfig, RunStoreError, SqliteRunStore
 from serving.app import create_app
 from serving.settings import EngineSettings, Settings
+from serving.stack import build_stack
 from tests.conftest import API_KEYS, FAKE_MODEL, KEY_A
 from tests.fakes.upstream import ServerThread, free_port
-from tests.reliability.helpers import (
-    check_error_shape,
-    domain_with,
-    fault_registry,
-    plan_of,
-    sse_events,
-)
+from tests.reliability.helpers import check_error_shape, fault_registry, plan_of, sse_events
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,9 +45,8 @@ def fault_gateway(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
     settings = Settings(
         home=tmp_path, api_keys=SecretStr(API_KEYS), engine=EngineSettings(port=1), executors=ExecutorConfig(max_replans=0)
     )
-    http = httpx.AsyncClient()
     registry = fault_registry(tmp_path / "calls.txt")
-    app = create_app(settings, engine_model=FAKE_MODEL, model_dir=None, domain=domain_with(settings, registry, FAKE_MODEL, http))
+    app = create_app(build_stack(settings, engine_model=FAKE_MODEL, registry=registry))
     server = ServerThread(app).start()
     try:
         with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {KEY_A}"}, timeout=60) as client:
@@ -146,13 +140,7 @@ def test_disk_full_store_gives_a_clear_error_and_no_corrupt_records(tmp_path: Pa
 def test_read_only_store_is_a_503_through_the_gateway(tmp_path: Path) -> None:
     """A store that refuses every write (as a read-only file or mount does): 503, never a 500."""
     settings = Settings(home=tmp_path, api_keys=SecretStr(API_KEYS), engine=EngineSettings(port=1))
-    http = httpx.AsyncClient()
-    app = create_app(
-        settings,
-        engine_model=FAKE_MODEL,
-        model_dir=None,
-        domain=domain_with(settings, fault_registry(tmp_path / "calls.txt"), FAKE_MODEL, http),
-    )
+    app = create_app(build_stack(settings, engine_model=FAKE_MODEL, registry=fault_registry(tmp_path / "calls.txt")))
     server = ServerThread(app).start()
     plan = {"nodes": [{"id": "n1", "tool": "step", "args": {"label": "a"}}]}
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from executors.errors import RunNotFound
 from executors.observation import NodeResult
@@ -29,15 +30,12 @@ from executors.stores import Lease, RunRecord, SqliteRunStore
 from executors.tools import default_registry
 from planner.config import PlannerConfig
 from planner.llm import Completion
-from planner.plan import Plan
-from planner.service import PlannerService
 from retrieval.collection import ChunkDraft
 from retrieval.knowledge import KnowledgeBase
 from retrieval.store import CollectionRef, IndexStore
-from serving.isolation import CacheSalter
-from serving.planning import TenantReplanner
-from serving.stack import catalog_of
-from tests.conftest import KEY_A, KEY_B, FakeStack
+from serving.settings import Settings
+from serving.stack import build_stack
+from tests.conftest import FAKE_MODEL, KEY_A, KEY_B, FakeStack
 from tests.reliability.helpers import Echo, fault_registry, plan_of
 from tests.retrieval.fakes import HashingEmbedder
 
@@ -161,26 +159,25 @@ def test_injected_instructions_in_a_tool_output_do_not_choose_tools(tmp_path: Pa
         return Echo(label=url, text=INJECTION + "filler " * 600 + RAW_ONLY)
 
     llm = ObedientLLM()
-    planner = PlannerService.from_config(PlannerConfig(strategy="one_shot"), llm=llm, catalog=catalog_of(registry))
-    replanner = TenantReplanner(planner, CacheSalter("tenant", b"s" * 32))
-    store = SqliteRunStore(tmp_path / "runs.db")
-    service = RunService(store, DagScheduler(registry), replanner=replanner)
+    settings = Settings(home=tmp_path, secret=SecretStr("s" * 32), planner=PlannerConfig(strategy="one_shot"))
     plan = plan_of(
         {"id": "n1", "tool": "fetch_page", "args": {"url": "http://attacker.example/page"}},
         {"id": "n2", "tool": "boom", "args": {"label": "$n1.text"}, "depends_on": ["n1"]},
     )
 
-    async def go() -> tuple[RunView, list[tuple[int, Plan]]]:
-        done = await service.run("alice", "Summarise the page at http://attacker.example/page", plan)
-        return done, await store.plans("alice", done.run_id)
+    async def run_and_read() -> tuple[RunView, set[str]]:
+        # the gateway's own wiring: the stack's run service re-plans with the stack's planner
+        async with build_stack(settings, engine_model=FAKE_MODEL, registry=registry, planner_llm=llm) as stack:
+            view = await stack.run_service().run("alice", "Summarise the page at http://attacker.example/page", plan)
+            assert stack.store is not None
+            planned = {node.tool for _, p in await stack.store.plans("alice", view.run_id) for node in p.nodes}
+        return view, planned
 
-    view, plans = asyncio.run(go())
+    view, planned = asyncio.run(run_and_read())
     assert llm.prompts, "the failure was re-planned with the model"
     assert view.status == "failed"
     for prompt in llm.prompts:
         assert RAW_ONLY not in prompt  # the raw output never reaches the planner
     ran = {n.tool for n in view.nodes if n.attempts > 0}
-    planned = {node.tool for _, p in plans for node in p.nodes}
     assert "transfer_funds" not in planned | ran  # the injected call was refused by validation
     assert planned <= set(registry.names()) and ran <= set(registry.names())
-    store.close()

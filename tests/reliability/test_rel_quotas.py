@@ -24,9 +24,10 @@ from executors.config import ExecutorConfig
 from executors.stores import RunsConfig
 from serving.app import create_app
 from serving.settings import EngineSettings, Settings
+from serving.stack import build_stack
 from tests.conftest import API_KEYS, FAKE_MODEL, KEY_A, KEY_B
 from tests.fakes.upstream import ServerThread
-from tests.reliability.helpers import check_error_shape, domain_with, fault_registry
+from tests.reliability.helpers import check_error_shape, fault_registry
 
 NAP = {"nodes": [{"id": "n1", "tool": "nap", "args": {"label": "long", "seconds": 20}}]}
 QUICK = {"nodes": [{"id": "n1", "tool": "step", "args": {"label": "quick"}}]}
@@ -53,9 +54,7 @@ def gateway_with(tmp_path: Path) -> Iterator[Callable[..., QuotaGateway]]:
             executors=ExecutorConfig(max_replans=0),
             runs=RunsConfig(**{"lease_ttl_s": 30, "heartbeat_s": 1, **runs}),
         )
-        http = httpx.AsyncClient()
-        domain = domain_with(settings, fault_registry(tmp_path / "calls.txt"), FAKE_MODEL, http)
-        app = create_app(settings, engine_model=FAKE_MODEL, model_dir=None, domain=domain)
+        app = create_app(build_stack(settings, engine_model=FAKE_MODEL, registry=fault_registry(tmp_path / "calls.txt")))
         server = ServerThread(app).start()
         servers.append(server)
         return QuotaGateway(app, server)

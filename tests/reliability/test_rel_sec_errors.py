@@ -17,9 +17,10 @@ from executors.stores import RunStoreError, SqliteRunStore
 from serving.app import create_app
 from serving.redaction import describe_store_failure
 from serving.settings import EngineSettings, Settings
+from serving.stack import build_stack
 from tests.conftest import API_KEYS, FAKE_MODEL, KEY_A, FakeStack
 from tests.fakes.upstream import ServerThread
-from tests.reliability.helpers import check_error_shape, domain_with, fault_registry
+from tests.reliability.helpers import check_error_shape, fault_registry
 
 HOSTILE_FIELDS = [
     "evil\n2026-01-01 00:00:00 ERROR planstack.auth: forged line",
@@ -65,12 +66,7 @@ def test_engine_error_bodies_carry_no_server_paths(fake_stack: FakeStack) -> Non
 
 def _store_gateway(tmp_path: Path) -> tuple[ServerThread, Callable[[], SqliteRunStore]]:
     settings = Settings(home=tmp_path, api_keys=SecretStr(API_KEYS), engine=EngineSettings(port=1))
-    app = create_app(
-        settings,
-        engine_model=FAKE_MODEL,
-        model_dir=None,
-        domain=domain_with(settings, fault_registry(tmp_path / "calls.txt"), FAKE_MODEL, httpx.AsyncClient()),
-    )
+    app = create_app(build_stack(settings, engine_model=FAKE_MODEL, registry=fault_registry(tmp_path / "calls.txt")))
     server = ServerThread(app).start()
     return server, lambda: app.state.services.run_gateway.runs.store
 

@@ -1,3 +1,5 @@
+"""`planstack index …`: the knowledge base of the composition root, from the command line."""
+
 from __future__ import annotations
 
 import json
@@ -6,20 +8,23 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from retrieval import cli
-from retrieval.config import RetrievalConfig
+from retrieval.embedder import SentenceTransformerEmbedder
+from serving.cli import app
 from tests.retrieval.fakes import HashingEmbedder
+
+SECRET = {"PLANSTACK_SECRET": "index-test-secret-0000000000000"}
 
 
 @pytest.fixture
 def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     embedder = HashingEmbedder()
-    monkeypatch.setattr(cli.SentenceTransformerEmbedder, "from_config", classmethod(lambda _cls, _cfg: embedder))
+    monkeypatch.setattr(SentenceTransformerEmbedder, "from_config", classmethod(lambda _cls, _cfg: embedder))
     return CliRunner()
 
 
-def _run(runner: CliRunner, home: Path, *args: str, obj: object = None) -> tuple[int, str]:
-    result = runner.invoke(cli.app, ["--home", str(home), *args], obj=obj, env={"COLUMNS": "200"})
+def _run(runner: CliRunner, home: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    options = {"COLUMNS": "200", **SECRET, **(env or {})}
+    result = runner.invoke(app, ["index", "--home", str(home), *args], env=options)
     return result.exit_code, result.output
 
 
@@ -67,16 +72,22 @@ def test_errors_are_reported_with_the_fix(runner: CliRunner, tmp_path: Path) -> 
     assert code == 1 and "does not exist" in out
 
 
-def test_settings_from_parent_command(runner: CliRunner, tmp_path: Path) -> None:
-    class Settings:
-        retrieval = RetrievalConfig(chunk_size=300, chunk_overlap=0, index_type="hnsw")
-
-    code, out = _run(runner, tmp_path, "build", "--collection", "venues", obj=Settings())
+def test_retrieval_settings_come_from_the_configuration(runner: CliRunner, tmp_path: Path) -> None:
+    overrides = {
+        "PLANSTACK_RETRIEVAL__CHUNK_SIZE": "300",
+        "PLANSTACK_RETRIEVAL__CHUNK_OVERLAP": "0",
+        "PLANSTACK_RETRIEVAL__INDEX_TYPE": "hnsw",
+    }
+    code, out = _run(runner, tmp_path, "build", "--collection", "venues", env=overrides)
     assert code == 0, out
     manifest = json.loads(_run(runner, tmp_path, "info", "--collection", "venues")[1])
     assert manifest["index_type"] == "hnsw"
 
 
-def test_home_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PLANSTACK_HOME", str(tmp_path))
-    assert cli.default_home() == tmp_path
+def test_home_from_the_settings(runner: CliRunner, tmp_path: Path) -> None:
+    """Without --home the indexes live in the configured home (PLANSTACK_HOME here)."""
+    result = runner.invoke(
+        app, ["index", "build", "--collection", "travel"], env={"PLANSTACK_HOME": str(tmp_path), **SECRET}
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "indexes" / "shared" / "travel" / "manifest.json").is_file()

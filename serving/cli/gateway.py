@@ -1,56 +1,38 @@
-"""`planstack`: the one entry point (serve, engine, model, config, and the feature commands)."""
+"""`planstack serve`, `engine start|stop|status`, `model prepare`, `config show`."""
 
 from __future__ import annotations
 
 import json
-import logging
 import signal
-import sys
 from types import FrameType
 
 import typer
 
-from benchmarks.harness.cli import app as bench_app
-from retrieval.cli import app as index_app
 from serving.auth import ApiKeyAuth
-from serving.commands import register as register_product_commands
+from serving.cli.common import fail, settings_of, setup_logging
 from serving.engine.model_prep import prepare_model
 from serving.engine.process import EngineProcess, pid_alive, port_in_use, read_state
 from serving.engine.profiles import EngineProfile, load_profile
 from serving.errors import PlanstackError
 from serving.isolation import server_secret
-from serving.settings import Settings, load_settings
+from serving.settings import Settings
 
-app = typer.Typer(help="planstack: a self-hosted planner/executor stack on vLLM.", no_args_is_help=True)
 engine_app = typer.Typer(help="Manage the vLLM engine process.", no_args_is_help=True)
 model_app = typer.Typer(help="Prepare model weights.", no_args_is_help=True)
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
-app.add_typer(engine_app, name="engine")
-app.add_typer(model_app, name="model")
-app.add_typer(config_app, name="config")
-app.add_typer(index_app, name="index")
-app.add_typer(bench_app, name="bench")
-register_product_commands(app)
 
 
-@app.callback()
-def _root(ctx: typer.Context) -> None:
-    """Load the settings once; sub-commands (e.g. `index`) read them from the context."""
-    ctx.obj = load_settings()
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(engine_app, name="engine")
+    app.add_typer(model_app, name="model")
+    app.add_typer(config_app, name="config")
 
 
-def _setup(verbose: bool = False) -> tuple[Settings, EngineProfile]:
-    settings = load_settings()
-    level = logging.DEBUG if verbose else getattr(logging, settings.log_level.upper())
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+def _setup(ctx: typer.Context) -> tuple[Settings, EngineProfile]:
+    settings = settings_of(ctx)
+    setup_logging(settings)
     return settings, load_profile(settings.engine.profile)
-
-
-def _fail(exc: PlanstackError) -> typer.Exit:
-    message = exc.message if exc.hint is None else f"{exc.message}\n  fix: {exc.hint}"
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=1)
 
 
 def _progress(elapsed: float, last_line: str) -> None:
@@ -58,21 +40,21 @@ def _progress(elapsed: float, last_line: str) -> None:
 
 
 @model_app.command("prepare")
-def model_prepare() -> None:
+def model_prepare(ctx: typer.Context) -> None:
     """Convert/verify the profile's weights folder (idempotent; fast when already prepared)."""
-    settings, profile = _setup()
+    settings, profile = _setup(ctx)
     try:
         prepared = prepare_model(profile, settings)
     except PlanstackError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     verb = "converted" if prepared.converted else "verified"
     typer.echo(f"model {profile.served_model_name}: {verb} {prepared.path} in {prepared.seconds:.1f} s")
 
 
 @engine_app.command("start")
-def engine_start() -> None:
+def engine_start(ctx: typer.Context) -> None:
     """Start the engine in the background and wait until it is healthy."""
-    settings, profile = _setup()
+    settings, profile = _setup(ctx)
     try:
         prepared = prepare_model(profile, settings)
         engine = EngineProcess(settings, profile, prepared.path)
@@ -80,22 +62,22 @@ def engine_start() -> None:
         typer.echo(f"engine starting (pid file {engine.state_file}, log {engine.log_file})")
         waited = engine.wait_healthy(settings.engine.startup_timeout_s, _progress)
     except PlanstackError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     typer.echo(f"engine ready at {engine.base_url} (model {profile.served_model_name}) after {waited:.0f} s")
 
 
 @engine_app.command("stop")
-def engine_stop() -> None:
+def engine_stop(ctx: typer.Context) -> None:
     """Stop the engine started by `engine start`."""
-    settings, profile = _setup()
+    settings, profile = _setup(ctx)
     engine = EngineProcess(settings, profile, profile.model_dir(settings))
     typer.echo("engine stopped" if engine.stop() else "no engine was running")
 
 
 @engine_app.command("status")
-def engine_status() -> None:
+def engine_status(ctx: typer.Context) -> None:
     """Show whether the engine runs and answers."""
-    settings, profile = _setup()
+    settings, profile = _setup(ctx)
     engine = EngineProcess(settings, profile, profile.model_dir(settings))
     state = read_state(engine.state_file)
     alive = state is not None and pid_alive(state.pid)
@@ -115,14 +97,14 @@ def engine_status() -> None:
 
 
 @config_app.command("show")
-def config_show() -> None:
+def config_show(ctx: typer.Context) -> None:
     """Print the effective configuration (YAML + environment), secrets masked."""
-    settings, profile = _setup()
+    settings, profile = _setup(ctx)
     typer.echo(json.dumps({"settings": settings.masked(), "profile": profile.model_dump(mode="json")}, indent=2))
 
 
-@app.command()
 def serve(
+    ctx: typer.Context,
     external_engine: bool = typer.Option(
         False, help="Use an engine that is already running at engine.host:engine.port instead of starting one."
     ),
@@ -131,8 +113,9 @@ def serve(
     import uvicorn
 
     from serving.app import create_app
+    from serving.stack import build_stack
 
-    settings, profile = _setup()
+    settings, profile = _setup(ctx)
     engine: EngineProcess | None = None
     try:
         ApiKeyAuth.from_settings(settings)  # a public bind without real keys fails here, before the engine starts
@@ -149,7 +132,7 @@ def serve(
     except PlanstackError as exc:
         if engine is not None:
             engine.stop()
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
@@ -171,9 +154,9 @@ def serve(
         "  Ctrl-C stops the gateway and the engine.\n"
     )
     try:
-        application = create_app(settings, engine_model=profile.served_model_name, model_dir=prepared.path)
+        stack = build_stack(settings, engine_model=profile.served_model_name, model_dir=prepared.path)
         uvicorn.run(
-            application,
+            create_app(stack),
             host=settings.gateway.host,
             port=settings.gateway.port,
             log_level=settings.log_level,
@@ -186,14 +169,3 @@ def serve(
         if engine is not None:
             typer.echo("stopping the engine")
             engine.stop()
-
-
-def main() -> None:
-    try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,15 +1,13 @@
-"""`planstack index ...`: build, query, list and inspect the retrieval indexes.
+"""`planstack index …`: build, query, list and inspect the retrieval indexes.
 
-The gateway mounts `app` as `planstack index`. When the parent command puts its settings in
-`ctx.obj` (an object with a `retrieval` attribute, or a `RetrievalConfig`), they are used;
-otherwise the defaults of `RetrievalConfig` apply.
+The index store and the embedder are the stack's knowledge base (`<home>/indexes`, the configured
+`retrieval` settings); `--home` points the group at another state folder.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -20,20 +18,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from retrieval.build import build_collections, packaged_corpus_dir
-from retrieval.config import RetrievalConfig, apply_search_threads
-from retrieval.embedder import SentenceTransformerEmbedder
 from retrieval.errors import CollectionNotFoundError, RetrievalError
 from retrieval.ingest import IngestResult
 from retrieval.knowledge import KnowledgeBase
-from retrieval.store import IndexStore
+from serving.cli.common import settings_of
+from serving.stack import build_stack
 
 app = typer.Typer(name="index", help="Build, query and inspect the retrieval indexes.", no_args_is_help=True)
 
 HomeOption = Annotated[
     Path | None,
-    typer.Option(
-        "--home", help="State folder; indexes live in <home>/indexes. Default: $PLANSTACK_HOME or ~/.cache/planstack."
-    ),
+    typer.Option("--home", help="State folder; indexes live in <home>/indexes. Default: the configured home."),
 ]
 CollectionOption = Annotated[str, typer.Option("--collection", "-c", help="Collection name.")]
 TenantOption = Annotated[
@@ -41,34 +36,14 @@ TenantOption = Annotated[
 ]
 
 
-@dataclass(slots=True)
-class _State:
-    home: Path
-    config: RetrievalConfig
-
-    def store(self) -> IndexStore:
-        return IndexStore(self.home / "indexes", self.config)
-
-    def knowledge(self) -> KnowledgeBase:
-        return KnowledgeBase(self.store(), SentenceTransformerEmbedder.from_config(self.config))
-
-
-def default_home() -> Path:
-    return Path(os.environ.get("PLANSTACK_HOME") or Path.home() / ".cache" / "planstack").expanduser()
-
-
-def _config_from(obj: object) -> RetrievalConfig:
-    if isinstance(obj, RetrievalConfig):
-        return obj
-    nested = getattr(obj, "retrieval", None)
-    return nested if isinstance(nested, RetrievalConfig) else RetrievalConfig()
-
-
 @app.callback()
 def _main(ctx: typer.Context, home: HomeOption = None) -> None:
-    inherited = getattr(ctx.obj, "home", None)  # the main CLI passes its settings down
-    chosen = home or (Path(inherited) if inherited is not None else default_home())
-    ctx.obj = _State(chosen.expanduser(), _config_from(ctx.obj))
+    settings = settings_of(ctx)
+    ctx.obj = settings if home is None else settings.model_copy(update={"home": home.expanduser()})
+
+
+def _knowledge(ctx: typer.Context) -> KnowledgeBase:
+    return build_stack(settings_of(ctx)).knowledge_base
 
 
 def _fail(console: Console, exc: RetrievalError) -> typer.Exit:
@@ -92,11 +67,10 @@ def build(
     prune: Annotated[bool, typer.Option(help="Delete documents no longer in the folder.")] = True,
 ) -> None:
     """Ingest a folder of Markdown/text documents into collections, with a progress bar."""
-    state: _State = ctx.obj
+    knowledge = _knowledge(ctx)
     console = Console(stderr=True)
-    source = folder or state.config.corpus_dir or packaged_corpus_dir()
-    store = state.store()
-    embedder = SentenceTransformerEmbedder.from_config(state.config)
+    source = folder or knowledge.store.config.corpus_dir or packaged_corpus_dir()
+    store, embedder = knowledge.store, knowledge.embedder
     with Progress(
         TextColumn("[bold]indexing[/bold] {task.description}"),
         BarColumn(),
@@ -151,10 +125,8 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Top-k passages for a text, best first."""
-    state: _State = ctx.obj
+    kb = _knowledge(ctx)
     console = Console()
-    apply_search_threads(state.config)
-    kb = state.knowledge()
     if collection is not None:
         if kb.store.ref(collection, tenant) not in kb.store.list(tenant=tenant):
             raise _fail(Console(stderr=True), CollectionNotFoundError(f"collection {collection} does not exist"))
@@ -162,7 +134,7 @@ def query(
             kb.store, kb.embedder, exclude=frozenset(r.name for r in kb.store.list(tenant=tenant)) - {collection}
         )
     try:
-        passages = kb.search(text, k=k or state.config.default_k, domain=domain, tenant=tenant)
+        passages = kb.search(text, k=k or kb.store.config.default_k, domain=domain, tenant=tenant)
     except RetrievalError as exc:
         raise _fail(Console(stderr=True), exc) from exc
     if as_json:
@@ -177,8 +149,7 @@ def query(
 @app.command("list")
 def list_collections(ctx: typer.Context, tenant: TenantOption = None) -> None:
     """Shared collections, and the tenant's private ones when --tenant is given."""
-    state: _State = ctx.obj
-    store = state.store()
+    store = _knowledge(ctx).store
     table = Table("collection", "tenant", "domain", "chunks", "index", "model", "updated")
     try:
         for ref in store.list(tenant=tenant):
@@ -199,8 +170,7 @@ def delete_doc(
     tenant: TenantOption = None,
 ) -> None:
     """Delete every chunk of one document from a collection."""
-    state: _State = ctx.obj
-    store = state.store()
+    store = _knowledge(ctx).store
     try:
         target = store.open(store.ref(collection, tenant))
         deleted = target.delete_document(source)
@@ -216,8 +186,7 @@ def delete_doc(
 @app.command()
 def info(ctx: typer.Context, collection: CollectionOption, tenant: TenantOption = None) -> None:
     """The manifest of a collection, after verifying its files."""
-    state: _State = ctx.obj
-    store = state.store()
+    store = _knowledge(ctx).store
     try:
         ref = store.ref(collection, tenant)
         manifest = store.manifest(ref)
@@ -226,6 +195,3 @@ def info(ctx: typer.Context, collection: CollectionOption, tenant: TenantOption 
         raise _fail(Console(stderr=True), exc) from exc
     print(manifest.model_dump_json(indent=2))
 
-
-if __name__ == "__main__":
-    app()
