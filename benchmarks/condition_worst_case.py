@@ -2,7 +2,7 @@
 
 Evaluates the most expensive conditions the bounded language allows (fan-out 8, sorting,
 stringifying, filters) on outputs of just under the input cap (1 MiB of JSON) shaped to stay under
-the intermediate-size caps, and, while each runs OFF the event loop as the scheduler runs it,
+the intermediate-size caps, and, while each runs in the worker process as the scheduler runs it,
 measures the event loop's lag with a 5 ms ticker (what a `/health` request would wait).
 
     python -m benchmarks.condition_worst_case [--repeat 3]
@@ -16,11 +16,11 @@ import json
 import time
 from typing import Any
 
+from executors.condition_worker import ConditionEvaluator
 from executors.conditions import (
     MAX_FANOUT,
     MAX_INPUT_BYTES,
     MAX_ITEMS,
-    ConditionEvaluator,
     check_condition,
     condition_problem,
 )

@@ -16,8 +16,8 @@ condition is bounded twice:
   `MAX_FANOUT`; literals at most `MAX_LITERAL_CHARS` long;
 - **the evaluation** (`BoundedInterpreter`): an output over `MAX_INPUT_BYTES` of JSON is not
   evaluated; every intermediate list is at most `MAX_ITEMS` long and every string at most
-  `MAX_STRING_CHARS`; the interpreter stops itself after `EVAL_TIMEOUT_S`. `ConditionEvaluator`
-  runs it in its own worker thread, so the event loop never evaluates a condition.
+  `MAX_STRING_CHARS`; the interpreter stops itself after `EVAL_TIMEOUT_S`. The scheduler evaluates
+  conditions in a worker process (executors/condition_worker.py), never on the event loop.
 
 Worst allowed condition on the largest allowed output: see the README's reliability table
 (`python -m benchmarks.condition_worst_case`).
@@ -29,13 +29,10 @@ error while evaluating).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import reprlib
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from jmespath import functions as jmespath_functions
@@ -225,7 +222,7 @@ def is_truthy(value: Any) -> bool:
 
 def check_condition(expression: str, output: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> ConditionOutcome:
     """Evaluate a success condition; never raises. Blocking: in async code use
-    `ConditionEvaluator.check`."""
+    `executors.condition_worker.ConditionEvaluator`."""
     try:
         value = evaluate(expression, output, max_chars=max_chars)
     except InvalidCondition as exc:
@@ -234,30 +231,6 @@ def check_condition(expression: str, output: Any, *, max_chars: int = DEFAULT_MA
         return ConditionOutcome(expression, passed=True, value=value)
     failed = ConditionFailed(f"success_condition {_quote(expression)} is false on the output (value: {_short(value)})")
     return ConditionOutcome(expression, passed=False, value=value, error=failed)
-
-
-class ConditionEvaluator:
-    """Evaluates conditions off the event loop, in its own worker thread(s).
-
-    One thread by default: conditions of every run queue here instead of competing with the event
-    loop for the GIL in parallel (each is cheap by construction: see the bounds above), and the
-    loop's own worker pool is not taken by them. `check` never raises (except on cancellation):
-    the interpreter stops itself at its deadline, and the wait here is a second guard."""
-
-    def __init__(self, workers: int = 1) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="planstack-condition")
-
-    async def check(self, expression: str, output: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> ConditionOutcome:
-        loop = asyncio.get_running_loop()
-        job = partial(check_condition, expression, output, max_chars=max_chars)
-        try:
-            return await asyncio.wait_for(loop.run_in_executor(self._pool, job), EVAL_TIMEOUT_S + 1.0)
-        except TimeoutError:
-            error = InvalidCondition(f"success_condition {_quote(expression)} took longer than {EVAL_TIMEOUT_S:g} s")
-            return ConditionOutcome(expression, passed=False, error=error)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _json_size(document: Any) -> int:

@@ -10,7 +10,8 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from executors.breaker import BreakerBoard, counts_against_tool
-from executors.conditions import ConditionEvaluator, ConditionOutcome
+from executors.condition_worker import ConditionEvaluator
+from executors.conditions import ConditionOutcome
 from executors.config import ExecutorConfig
 from executors.errors import CircuitOpenError, ExecutorError, ToolOutputError, ToolTimeoutError, as_tool_error
 from executors.observation import NodeResult, sha256_json, summarize_result
@@ -106,7 +107,7 @@ class NodeExecutor:
         self._sleep = sleep
         self._wall_clock = wall_clock
         self._monotonic = monotonic
-        self.conditions = ConditionEvaluator()  # success conditions: off the event loop
+        self.conditions = ConditionEvaluator()  # success conditions: in a worker process
 
     async def execute(
         self,

@@ -9,14 +9,13 @@ pattern is now matched by RE2 (planner/safe_regex.py, linear time), and a patter
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from planner.catalog import CatalogError, ToolCatalog
 from tests.reliability.helpers import check_error_shape
-from tests.reliability.sec_helpers import HEALTH_BOUND_S, HealthProbe, gateway_process
+from tests.reliability.sec_helpers import HEALTH_BOUND_S, gateway_process, probe_during
 
 pytestmark = [pytest.mark.fake_upstream, pytest.mark.timeout(300)]
 
@@ -37,18 +36,21 @@ def test_catastrophic_pattern_leaves_health_fast(tmp_path: Path) -> None:
     # The fake model answers every planning call with the tool and the hostile value: the value is
     # in the request (grammar values) and in the decoded arguments (the argument validator).
     reply = json.dumps({"tools": ["match_code"], "code": VALUE})
-    statuses: list[int] = []
-    with gateway_process(tmp_path, reply) as gateway, gateway.client() as client, HealthProbe(gateway.url) as probe:
-        time.sleep(0.3)
-        for _ in range(2):
-            body = {"request": f'check the code "{VALUE}"', "tools": [tool(EVIL)]}
-            response = client.post("/v1/plans", json=body)
-            check_error_shape(response)
-            statuses.append(response.status_code)
-        time.sleep(0.3)
-    print(f"\n^(a|a)*$ on 24 characters, 2 plans: statuses {statuses}; /health {probe.report()}")
+    with gateway_process(tmp_path, reply) as gateway, gateway.client() as client:
+
+        def attack(_: int) -> list[int]:
+            statuses = []
+            for _ in range(2):
+                body = {"request": f'check the code "{VALUE}"', "tools": [tool(EVIL)]}
+                response = client.post("/v1/plans", json=body)
+                check_error_shape(response)
+                statuses.append(response.status_code)
+            return statuses
+
+        probe, results = probe_during(gateway.url, attack)
+    print(f"\n^(a|a)*$ on 24 characters, 2 plans: statuses {results}; /health {probe.report()}")
     assert probe.worst < HEALTH_BOUND_S, f"/health during the attack: {probe.report()}"
-    assert all(status in (200, 422) for status in statuses), statuses  # planned or planning_failed, never 5xx
+    assert all(s in (200, 422) for statuses in results for s in statuses), results  # planned or planning_failed
 
 
 REFUSED = [r"^(a)\1$", r"^(?=a)a$", r"^(?!b).*$", r"(?<=x)y", "a" * 1001]
