@@ -5,7 +5,7 @@ export PLANSTACK_HOME
 PY := .venv/bin/python
 PLANSTACK := .venv/bin/planstack
 
-.PHONY: setup model postgres serve test test-unit reliability lint bench-gateway clean-venv
+.PHONY: setup model postgres chromium serve test test-unit reliability lint bench-gateway clean-venv
 
 setup:
 	@scripts/bootstrap.sh >/dev/null
@@ -17,17 +17,21 @@ model: setup
 postgres:
 	@scripts/ensure_postgres.sh >/dev/null
 
+## Headless Chromium + ChromeDriver for the web-UI tests (apt-installs Debian's packages when missing).
+chromium:
+	@scripts/ensure_chromium.sh >/dev/null
+
 ## Set up everything on a fresh machine, start the engine and the gateway (Ctrl-C stops both).
 serve: model
 	@$(PLANSTACK) index build >/dev/null
 	@$(PLANSTACK) serve
 
 ## Run the whole test suite, the real-engine tests included.
-test: model postgres
+test: model postgres chromium
 	@$(PY) -m pytest
 
 ## Fast tests only (no real engine).
-test-unit: setup postgres
+test-unit: setup postgres chromium
 	@$(PY) -m pytest -m "not engine"
 
 ## Reliability and security: load, faults (incl. a dedicated-engine kill), fuzzing, tenant isolation.

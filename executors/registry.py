@@ -12,6 +12,9 @@ keep sync tools short, or make them async).
     @registry.tool(version="2", timeout_s=5, retries=3)
     async def get_weather(city: Annotated[str, Field(description="City name")], date: str) -> Weather:
         \"\"\"Forecast for a city on a date.\"\"\"
+
+`approval="required"` holds every call of the tool until a person approves it (executors.approvals);
+the tool's OpenAI and planner rendering is the same either way.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ import asyncio
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, Literal, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from executors.errors import ToolArgumentError, ToolOutputError, UnknownToolError
 
 F = TypeVar("F", bound=Callable[..., Any])
+Approval = Literal["none", "required"]
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -49,6 +53,7 @@ class ToolSpec:
     retries: int | None = None  # max attempts for retryable errors; None = the scheduler's default
     concurrency_class: str = "default"
     slow: bool = False
+    approval: Approval = "none"  # "required": each call waits for a person's approval
 
     @property
     def is_async(self) -> bool:
@@ -130,6 +135,7 @@ class ToolRegistry:
         retries: int | None = None,
         concurrency_class: str = "default",
         slow: bool = False,
+        approval: Approval = "none",
     ) -> Callable[[F], F]:
         """Register the decorated function as a tool; the function itself is returned unchanged."""
 
@@ -144,6 +150,7 @@ class ToolRegistry:
                     retries=retries,
                     concurrency_class=concurrency_class,
                     slow=slow,
+                    approval=approval,
                 )
             )
             return func
@@ -185,6 +192,7 @@ def build_spec(
     retries: int | None = None,
     concurrency_class: str = "default",
     slow: bool = False,
+    approval: Approval = "none",
 ) -> ToolSpec:
     """A ToolSpec from a typed function (see the module docstring)."""
     tool_name = name or func.__name__
@@ -194,6 +202,8 @@ def build_spec(
         raise ValueError("retries is the maximum number of attempts; it must be ≥ 1")
     if timeout_s is not None and timeout_s <= 0:
         raise ValueError("timeout_s must be > 0")
+    if approval not in ("none", "required"):
+        raise ValueError("approval must be 'none' or 'required'")
     doc = description if description is not None else inspect.getdoc(func)
     if not doc:
         raise ValueError(f"tool {tool_name!r} needs a description (argument or docstring)")
@@ -225,6 +235,7 @@ def build_spec(
         retries=retries,
         concurrency_class=concurrency_class,
         slow=slow,
+        approval=approval,
     )
 
 

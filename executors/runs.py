@@ -13,6 +13,11 @@ leased to this process, `resume` and `take_over` acquire an expired lease (`RunB
 driver lives), every write is fenced on the lease, and a driver whose lease was taken stops.
 Per-tenant quotas and size caps (`executors.quotas`) are checked before anything is written.
 
+People stay in the loop (`executors.steering`): a run pauses in `awaiting_approval` where a tool or
+the tenant's policy asks for a person's consent (`executors.approvals`) and holds no lease while it
+waits; a run that ends for good opens an escalation (`executors.escalations`); chosen events are
+POSTed to the run's webhook (`executors.webhooks`) without waiting for the receiver.
+
 The run ends `failed` with a structured explanation (`{"error", "type", "retryable", "failures"}`)
 when: no replanner is injected (`node_failed`), the step or time cap is hit (`step_cap`,
 `run_timeout`), a tool's circuit breaker is open (`circuit_open`), the re-plan budget is spent
@@ -31,27 +36,35 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from executors import approvals, escalations
+from executors.approvals import ApprovalDecision, ApprovalRequest, ApprovalState
 from executors.context import set_run_tenant
 from executors.errors import RunNotFound, structured_error
-from executors.failures import failure_list, failure_signature, failure_summary
+from executors.failures import failure_list, failure_summary, stop_reason
 from executors.leases import LeaseKeeper, default_replica_id
 from executors.observation import NodeResult, observation_for_planner
-from executors.quotas import PlanTooLarge, cap_output, check_plan_size, tenant_quota
-from executors.scheduler import DagScheduler, ReuseKey, RoundOutcome, reuse_key
+from executors.quotas import PlanTooLarge, check_plan_size, tenant_quota
+from executors.run_observer import RunObserver
+from executors.scheduler import DagScheduler, ReuseKey, reuse_key
+from executors.steering import Steering
 from executors.stores import (
     EventType,
     Lease,
     LeaseLost,
+    ReopenFrom,
     RunEvent,
     RunRecord,
     RunStatus,
     RunStore,
     RunStoreError,
+    WebhookDelivery,
 )
-from planner.plan import Plan, PlanNode
+from planner.plan import Plan
 
 logger = logging.getLogger("planstack.executors.runs")
-_INTERNAL_FIELDS = {"status", "plan", "lease_owner", "lease_expires_at", "driven"}
+_INTERNAL_FIELDS = {"status", "plan", "lease_owner", "lease_expires_at", "driven", "budget_round"}
+Announcement = tuple[EventType, dict[str, Any]]
+"""An event the next driver appends first (a decision that handed it the run)."""
 
 
 class Replanner(Protocol):
@@ -77,6 +90,11 @@ class RunView(BaseModel):
     created_at: float
     updated_at: float
     nodes: list[NodeResult]
+    approval: dict[str, Any] | None = None
+    escalation: dict[str, Any] | None = None
+    webhook_url: str | None = None
+    deliveries: list[WebhookDelivery] = []
+    planner: dict[str, Any] | None = None
 
     def current_nodes(self) -> list[NodeResult]:
         return [node for node in self.nodes if node.round == self.round]
@@ -88,6 +106,7 @@ class _LiveRun:
 
     keeper: LeaseKeeper
     task: asyncio.Task[None] | None = None
+    webhook_url: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -116,8 +135,10 @@ class RunService:
         replanner: Replanner | None = None,
         new_id: Callable[[], str] | None = None,
         replica_id: str | None = None,
+        steering: Steering | None = None,
     ) -> None:
         self.store = store
+        self.steering = steering or Steering()
         self.scheduler = scheduler
         self.config = scheduler.config
         self.runs_config = store.config
@@ -128,18 +149,29 @@ class RunService:
 
     # -- public API ------------------------------------------------------------------------------
 
-    async def start(self, tenant: str, request: str, plan: Plan) -> str:
+    async def start(
+        self,
+        tenant: str,
+        request: str,
+        plan: Plan,
+        *,
+        webhook_url: str | None = None,
+        planner: dict[str, Any] | None = None,
+    ) -> str:
         """Record a new run (leased to this process) and execute it in the background; returns its id
-        at once. Over a cap: `PlanTooLarge` or a `QuotaExceeded` subclass, nothing written."""
+        at once. Over a cap: `PlanTooLarge` or a `QuotaExceeded` subclass, nothing written. The
+        caller has checked `webhook_url` (`executors.webhooks.check_webhook_url`)."""
         check_plan_size(plan, self.runs_config)
         run_id = self._new_id()
         lease = await self.store.create_run(
-            RunRecord(run_id=run_id, tenant=tenant, request=request, plan=plan),
+            RunRecord(
+                run_id=run_id, tenant=tenant, request=request, plan=plan, webhook_url=webhook_url, planner=planner
+            ),
             owner=self.replica_id,
             ttl_s=self.runs_config.lease_ttl_s,
             quota=tenant_quota(self.runs_config),
         )
-        self._launch(lease, resumed=False)
+        self.launch(lease, resumed=False)
         return run_id
 
     async def run(self, tenant: str, request: str, plan: Plan) -> RunView:
@@ -153,7 +185,7 @@ class RunService:
             tenant, run_id, owner=self.replica_id, ttl_s=self.runs_config.lease_ttl_s
         )
         if lease is not None:
-            self._launch(lease, resumed=True)
+            self.launch(lease, resumed=True)
         return run_id
 
     async def take_over(self, tenant: str, run_id: str) -> bool:
@@ -166,7 +198,7 @@ class RunService:
         if lease is None:
             return False
         logger.info("run %s: taken over by %s", run_id, self.replica_id)
-        self._launch(lease, resumed=True)
+        self.launch(lease, resumed=True)
         return True
 
     async def wait(self, tenant: str, run_id: str) -> RunView:
@@ -195,10 +227,35 @@ class RunService:
             plan=record.plan,
             status=status,
             nodes=await self.store.results(tenant, run_id),
+            deliveries=await self.store.deliveries(tenant, run_id) if record.webhook_url else [],
         )
 
     async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
         return await self.store.list_runs(tenant, limit=limit)
+
+    async def reopen(self, tenant: str, run_id: str, expect: ReopenFrom, announce: Announcement, **fields: Any) -> bool:
+        """Move a paused or escalated run back to `running` under this process's lease (`RunStore.reopen`
+        with `fields`) and drive it, its first event saying why; False when someone else was first."""
+        lease = await self.store.reopen(
+            tenant, run_id, owner=self.replica_id, ttl_s=self.runs_config.lease_ttl_s, expect=expect, **fields
+        )
+        if lease is None:
+            return False
+        self.launch(lease, resumed=True, announce=announce)
+        return True
+
+    async def decide(
+        self,
+        tenant: str,
+        run_id: str,
+        verdict: approvals.Verdict,
+        *,
+        by: approvals.Decider,
+        reason: str | None = None,
+        replan: bool = False,
+    ) -> ApprovalDecision:
+        """Approve or reject the run's pending request (see `executors.approvals.decide`)."""
+        return await approvals.decide(self, tenant, run_id, verdict, by=by, reason=reason, replan=replan)
 
     async def events(self, tenant: str, run_id: str, *, after: int = 0) -> AsyncIterator[RunEvent]:
         """Stored events of the run after `after`, then live ones until it finishes or its driver
@@ -238,12 +295,16 @@ class RunService:
         return live is not None and not live.keeper.lost
 
     async def _may_change(self, tenant: str, run_id: str) -> bool:
+        """A driver lives, or the run waits for a person (whose decision wakes the followers)."""
         if self._drives(run_id):
             return True
         record = await self.store.get_run(tenant, run_id)
-        return record is not None and record.status == "running" and record.driven
+        if record is None:
+            return False
+        return record.status == "awaiting_approval" or (record.status == "running" and record.driven)
 
-    def _launch(self, lease: Lease, *, resumed: bool) -> None:
+    def launch(self, lease: Lease, *, resumed: bool, announce: Announcement | None = None) -> None:
+        """Drive the run whose lease this process just acquired, in a background task."""
         keeper = LeaseKeeper(
             self.store,
             lease,
@@ -253,7 +314,7 @@ class RunService:
         )
         live = _LiveRun(keeper=keeper)
         self._live[lease.run_id] = live
-        live.task = asyncio.create_task(self._drive(live, resumed=resumed), name=lease.run_id)
+        live.task = asyncio.create_task(self._drive(live, resumed=resumed, announce=announce), name=lease.run_id)
 
     async def emit(
         self,
@@ -264,9 +325,12 @@ class RunService:
         node_id: str | None = None,
         data: dict[str, Any] | None = None,
     ) -> None:
-        await self.store.append_event(live.lease, type_, round_=round_, node_id=node_id, data=data)
+        event = await self.store.append_event(live.lease, type_, round_=round_, node_id=node_id, data=data)
+        notifier = self.steering.notifier
+        if notifier is not None and live.webhook_url is not None:
+            notifier.notify(live.tenant, live.webhook_url, event)  # a background delivery: never waited for
 
-    async def _drive(self, live: _LiveRun, *, resumed: bool) -> None:
+    async def _drive(self, live: _LiveRun, *, resumed: bool, announce: Announcement | None = None) -> None:
         run_id = live.lease.run_id
         set_run_tenant(live.tenant)  # this task's context only: its tool calls see their own tenant
         live.keeper.start()
@@ -274,6 +338,9 @@ class RunService:
             record = await self.store.get_run(live.tenant, run_id)
             if record is None:
                 return
+            live.webhook_url = record.webhook_url
+            if announce is not None:
+                await self.emit(live, announce[0], round_=record.round, data=announce[1])
             await self.emit(live, "run_started", round_=record.round, data={"resumed": resumed})
             await self._rounds(live, record)
         except asyncio.CancelledError:
@@ -309,127 +376,98 @@ class RunService:
                 key = reuse_key(result)
                 if key is not None and result.round < record.round:
                     reusable.setdefault(key, result)
-            steps_used = sum(1 for r in earlier if r.attempts > 0 and r.round < record.round)
-            steps_used += sum(1 for r in done.values() if r.attempts > 0)
+            counted = [r for r in earlier if record.budget_round <= r.round < record.round]
+            steps_used = sum(1 for r in counted if r.attempts > 0) + sum(1 for r in done.values() if r.attempts > 0)
+            consent = ApprovalState.of(record)
+            refusal = consent.refusal(record.round)
+            if refusal is not None:  # a person said no: stop, or re-plan with their reason
+                completed = {n: observation_for_planner(r) for n, r in sorted(done.items()) if r.status == "succeeded"}
+                if refusal.replan and self.replanner is not None and record.replans < self.config.max_replans:
+                    next_record = await self._replan(live, record, approvals.refusal_summary(refusal), completed, [])
+                    if next_record is None:
+                        return
+                    record = next_record
+                    continue
+                await self._finish(live, "failed", {**approvals.refusal_error(refusal), "round": record.round})
+                return
+            policy = self.steering.approvals
+            if policy.plan_needed(record.tenant) and not consent.plan_approved(record.round):
+                await self._pause(live, record, approvals.request_for(policy, "plan", record.round))
+                return
             outcome = await self.scheduler.run_plan(
                 record.plan,
                 round_=record.round,
-                observer=_RunObserver(self, live),
+                observer=RunObserver(self, live),
                 completed=done,
                 reusable=reusable,
                 max_steps=max(self.config.max_steps - steps_used, 0),
                 max_seconds=max(deadline - loop.time(), 0.001),
+                gate=approvals.call_gate(policy, consent, record.round),
             )
+            if outcome.held:
+                await self._pause(live, record, approvals.request_for(policy, "tool", record.round, outcome.held))
+                return
             if outcome.ok:
                 await self._finish(live, "succeeded", None)
                 return
             failures = failure_list(outcome)
-            stop = self._stop_reason(record, outcome, failures, earlier)
+            stop = stop_reason(record, outcome, failures, earlier, self.config.max_replans, self.replanner is not None)
             if stop is not None:
                 await self._finish(live, "failed", {**stop, "round": record.round, "failures": failures})
                 return
-            if self.replanner is None:  # unreachable: _stop_reason stops runs without a replanner
+            if self.replanner is None:  # unreachable: stop_reason stops runs without a replanner
                 return
             # the re-planner sees typed summaries only (executors/observation.py), never a tool's text
             summary = failure_summary(record.plan, outcome)
             results = sorted(outcome.results.items())
             completed = {n: observation_for_planner(r) for n, r in results if r.status == "succeeded"}
-            try:
-                new_plan = await self.replanner.replan(record.request, summary, completed, tenant=record.tenant)
-                check_plan_size(new_plan, self.runs_config)
-            except (LeaseLost, RunStoreError):
-                raise
-            except Exception as exc:
-                kind = "plan_too_large" if isinstance(exc, PlanTooLarge) else "replan_failed"
-                error = structured_error(f"re-planning failed: {type(exc).__name__}: {exc}", kind)
-                await self._finish(live, "failed", {**error, "round": record.round, "failures": failures})
+            next_record = await self._replan(live, record, summary, completed, failures)
+            if next_record is None:
                 return
-            record = await self.store.update_run(
-                live.lease, plan=new_plan, round_=record.round + 1, replans=record.replans + 1
-            )
-            await self.emit(
-                live,
-                "replan",
-                round_=record.round,
-                data={"replans": record.replans, "failure_summary": summary, "nodes": len(new_plan.nodes)},
-            )
+            record = next_record
 
-    def _stop_reason(
-        self, record: RunRecord, outcome: RoundOutcome, failures: list[dict[str, Any]], earlier: list[NodeResult]
-    ) -> dict[str, Any] | None:
-        """Why this failed round ends the run, or None when a re-plan may help."""
-        if outcome.stop is not None:
-            return outcome.stop
-        first: dict[str, Any] = failures[0] if failures else {"node_id": "?", "error": {"error": "no output"}}
-        what = f"{first['node_id']} ({first.get('tool')}): {(first.get('error') or {}).get('error', 'failed')}"
+    async def _replan(
+        self, live: _LiveRun, record: RunRecord, summary: str, completed: dict[str, str], failures: list[dict[str, Any]]
+    ) -> RunRecord | None:
+        """The next round's record, or None when re-planning failed (the run is then finished)."""
         if self.replanner is None:
-            return structured_error(f"node {what}", "node_failed")
-        open_tools = sorted({f["tool"] for f in failures if (f.get("error") or {}).get("type") == "circuit_open"})
-        if open_tools:
-            return structured_error(
-                f"circuit breaker open for {', '.join(open_tools)}: the tool keeps failing; not re-planning",
-                "circuit_open",
-                retryable=True,
-            )
-        if record.replans >= self.config.max_replans:
-            return structured_error(
-                f"re-plan budget spent ({self.config.max_replans}); last failure: {what}", "replans_exhausted"
-            )
-        seen = {failure_signature(r) for r in earlier if r.round < record.round and r.status == "failed"}
-        now = {failure_signature(r) for r in outcome.results.values() if r.status == "failed"}
-        if now and now <= seen:
-            return structured_error(f"the new plan failed exactly as before: {what}", "repeated_failure")
-        return None
+            return None
+        try:
+            new_plan = await self.replanner.replan(record.request, summary, completed, tenant=record.tenant)
+            check_plan_size(new_plan, self.runs_config)
+        except (LeaseLost, RunStoreError):
+            raise
+        except Exception as exc:
+            kind = "plan_too_large" if isinstance(exc, PlanTooLarge) else "replan_failed"
+            error = structured_error(f"re-planning failed: {type(exc).__name__}: {exc}", kind)
+            await self._finish(live, "failed", {**error, "round": record.round, "failures": failures})
+            return None
+        record = await self.store.update_run(
+            live.lease, plan=new_plan, round_=record.round + 1, replans=record.replans + 1
+        )
+        await self.emit(
+            live,
+            "replan",
+            round_=record.round,
+            data={"replans": record.replans, "failure_summary": summary, "nodes": len(new_plan.nodes)},
+        )
+        return record
+
+    async def _pause(self, live: _LiveRun, record: RunRecord, request: ApprovalRequest) -> None:
+        """Wait for a person: the request is durable, and the lease is released when the drive ends."""
+        state = ApprovalState.of(record).with_pending(request)
+        await self.store.update_run(live.lease, status="awaiting_approval", approval=state)
+        await self.emit(live, "awaiting_approval", round_=record.round, data=request.model_dump(mode="json"))
 
     async def _finish(self, live: _LiveRun, status: RunStatus, error: dict[str, Any] | None) -> None:
-        record = await self.store.update_run(live.lease, status=status, error=error)
+        escalation = escalations.opened(self.steering.escalations, error) if status == "failed" else None
+        record = await self.store.update_run(live.lease, status=status, error=error, escalation=escalation)
+        if escalation is not None:
+            self.steering.observer.escalated(record.tenant, str(escalation["reason"]))
+            await self.emit(live, "escalated", round_=record.round, data=escalation)
         await self.emit(live, "run_finished", round_=record.round, data={"status": status, "error": error})
 
 
 def _cancel(task: asyncio.Task[None] | None) -> None:
     if task is not None:
         task.cancel()
-
-
-_SETTLED_EVENTS: dict[str, EventType] = {
-    "succeeded": "node_finished",
-    "failed": "node_failed",
-    "skipped": "node_skipped",
-}
-
-
-class _RunObserver:
-    """Scheduler hooks of one run: commit results (fenced on the run's lease), append events."""
-
-    def __init__(self, service: RunService, live: _LiveRun) -> None:
-        self._service = service
-        self._live = live
-
-    async def node_started(self, node: PlanNode, round_: int) -> None:
-        await self._service.emit(self._live, "node_started", round_=round_, node_id=node.id, data={"tool": node.tool})
-
-    async def node_retrying(
-        self, node: PlanNode, round_: int, attempt: int, delay_s: float, error: dict[str, Any]
-    ) -> None:
-        data = {"tool": node.tool, "attempt": attempt, "delay_s": round(delay_s, 3), "error": error}
-        await self._service.emit(self._live, "node_retrying", round_=round_, node_id=node.id, data=data)
-
-    async def node_settled(self, result: NodeResult) -> NodeResult:
-        """Commit the result; the COMMITTED one is returned, and it is what dependants are built from."""
-        service = self._service
-        capped = cap_output(result, service.runs_config, summary_chars=service.config.summary_chars)
-        stored = await service.store.save_result(self._live.lease, capped)
-        type_ = _SETTLED_EVENTS[stored.status]
-        data = {
-            "tool": stored.tool,
-            "status": stored.status,
-            "attempts": stored.attempts,
-            "duration_ms": stored.duration_ms,
-            "summary": stored.summary,
-            "error": stored.error,
-            "output_sha256": stored.output_sha256,
-            "reused_from": stored.reused_from,
-            "fallback_for": stored.fallback_for,
-        }
-        await service.emit(self._live, type_, round_=stored.round, node_id=stored.node_id, data=data)
-        return stored

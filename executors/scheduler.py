@@ -11,6 +11,9 @@ node's result is handed to the observer (which commits it) before any dependant 
   earlier round) takes that result without calling the tool.
 - Caps: at most `max_steps` tool executions (then nothing more is dispatched, the rest is skipped),
   and `max_seconds` of wall time (running calls are cancelled and recorded as `run_timeout`).
+- Approvals: a ready node whose call the `CallGate` holds is not dispatched; it is returned in
+  `RoundOutcome.held` with its resolved arguments, and it and everything waiting on it stay
+  unsettled (nothing is committed for them), so the round can run again once a person decided.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from executors.approvals import CallGate, HeldCall
 from executors.breaker import BreakerBoard
 from executors.config import ExecutorConfig
 from executors.errors import ExecutorError, RunTimeout, StepCapReached, ToolExecutionError, UpstreamFailed
@@ -62,6 +66,7 @@ class RoundOutcome:
     steps: int
     stop: dict[str, Any] | None = None
     lost: list[str] = field(default_factory=list)  # nodes whose output is missing
+    held: list[HeldCall] = field(default_factory=list)  # calls waiting for approval (the round is paused)
 
 
 class DagScheduler:
@@ -113,9 +118,10 @@ class DagScheduler:
         reusable: Mapping[ReuseKey, NodeResult] | None = None,
         max_steps: int | None = None,
         max_seconds: float | None = None,
+        gate: CallGate | None = None,
     ) -> RoundOutcome:
         """Run `plan` to the end. `completed` holds results of this round already committed
-        (resume): those nodes are not run again."""
+        (resume): those nodes are not run again. `gate` holds calls that need an approval."""
         runner = _RoundRunner(
             self,
             plan,
@@ -124,6 +130,7 @@ class DagScheduler:
             dict(completed or {}),
             dict(reusable or {}),
             self.config.max_steps if max_steps is None else max_steps,
+            gate,
         )
         return await runner.run(self.config.max_run_seconds if max_seconds is None else max_seconds)
 
@@ -140,8 +147,11 @@ class _RoundRunner:
         completed: dict[str, NodeResult],
         reusable: dict[ReuseKey, NodeResult],
         max_steps: int,
+        gate: CallGate | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.gate = gate
+        self.held: dict[str, HeldCall] = {}
         self.executor = scheduler._executor()
         self.round = round_
         self.observer = observer
@@ -194,7 +204,13 @@ class _RoundRunner:
         except BaseException:
             await self._cancel_running()  # cancelled from outside: commit nothing for running nodes
             raise
-        for node_id in list(self.nodes):  # never dispatched: step cap, or waiting on a standby node
+        if self.stop is not None:  # a cap ended the round: held calls are skipped like the rest
+            for node_id in self.held:
+                self.status[node_id] = "pending"
+            self.held.clear()
+        # Never dispatched (step cap, or waiting on a standby node): skipped. While calls are held for
+        # an approval, what waits stays unsettled instead: the round runs again after the decision.
+        for node_id in [] if self.held else list(self.nodes):
             if self.status[node_id] == "pending":
                 reason = self.stop or UpstreamFailed(
                     f"{node_id} never became ready (waits on {', '.join(sorted(self._unfinished_upstream(node_id)))})"
@@ -203,11 +219,12 @@ class _RoundRunner:
         lost = [n for n in self.nodes if n not in self.standby and self._effective(n) != "ok"]
         return RoundOutcome(
             round=self.round,
-            ok=not lost and self.stop is None,
+            ok=not lost and self.stop is None and not self.held,
             results=dict(self.results),
             steps=self.steps,
             stop=None if self.stop is None else self.stop.structured(),
             lost=lost,
+            held=list(self.held.values()),
         )
 
     async def _cancel_running(self) -> None:
@@ -310,6 +327,10 @@ class _RoundRunner:
         previous = self.reusable.get((spec.name, spec.version, input_hash))
         if previous is not None:
             await self._settle(await self._reused(node, previous, fallback_for))
+            return
+        if self.gate is not None and self.gate.holds(spec, node.id, input_hash):
+            self.status[node.id] = "held"
+            self.held[node.id] = HeldCall(node_id=node.id, tool=spec.name, args=json_args, input_hash=input_hash)
             return
         if self.steps >= self.max_steps:
             self.stop = StepCapReached(f"step cap reached: {self.max_steps} tool executions in this run")

@@ -4,6 +4,9 @@
   acquired (one replica wins each, atomically) and continued without redoing committed nodes. A run
   taken over `runs.max_takeovers` times is left `interrupted` (a run that keeps killing its drivers
   must not take the whole fleet down); `POST /v1/runs/{id}/resume` still continues it.
+- Approval expiry: every `approvals.expiry_sweep_s`, requests past their expiry are closed as
+  `expired` (the run stops and escalates). Paused runs are never taken over: they hold no lease
+  and are not `running`.
 - Retention: every `runs.purge_interval_s`, finished or abandoned runs past `runs.retention_max_age_s`
   are deleted, then the oldest while the store is over `runs.retention_max_total_bytes`, and expired
   cache entries (`planstack runs purge` does the same once).
@@ -17,6 +20,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from executors.approvals import expire_overdue
 from executors.errors import RunNotFound
 from executors.stores import PurgeReport, RunBusy, RunStore, RunStoreError
 
@@ -62,6 +66,7 @@ async def upkeep(service: RunService) -> AsyncIterator[None]:
     loops: list[asyncio.Task[None]] = []
     if config.takeover:
         loops.append(_every(config.takeover_interval_s, lambda: take_over_orphans(service), "takeover"))
+    loops.append(_every(service.steering.approvals.expiry_sweep_s, lambda: expire_overdue(service), "expiry"))
     if config.purge_interval_s > 0:
         loops.append(_every(config.purge_interval_s, lambda: purge(service.store), "purge"))
     try:

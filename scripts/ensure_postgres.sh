@@ -13,15 +13,6 @@ find_bin() {
 }
 
 if find_bin; then exit 0; fi
-if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "PostgreSQL server binaries not found: install Debian's 'postgresql' package (apt-get install postgresql)" >&2
-    exit 1
-fi
-echo "installing PostgreSQL (Debian package 'postgresql') for the run-store tests" >&2
-(
-    flock 9
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq postgresql >&2
-) 9>/tmp/planstack-apt.lock
+source "$(dirname "$0")/apt_install.sh"
+apt_install "PostgreSQL for the run-store tests" postgresql
 find_bin

@@ -25,9 +25,11 @@ from serving.dependencies import Services
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, RunGateway, store_unavailable
+from serving.routes import approvals as approvals_route
 from serving.routes import chat as chat_route
 from serving.routes import completions as completions_route
 from serving.routes import embeddings as embeddings_route
+from serving.routes import escalations as escalations_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
 from serving.routes import models as models_route
@@ -36,6 +38,8 @@ from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
 from serving.settings import Settings
 from serving.stack import Stack, build_stack
+from serving.steering import SteeringGateway
+from serving.ui import ui_router
 
 logger = logging.getLogger("planstack.gateway")
 
@@ -134,20 +138,26 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with stack:
-            services.run_gateway = RunGateway(stack.run_service(), services.planning())
+            services.run_gateway = RunGateway(
+                stack.run_service(), services.planning(), webhooks=stack.settings.webhooks
+            )
+            services.steering_gateway = SteeringGateway(stack.run_service(), services.planning())
             try:
-                async with upkeep(stack.run_service()):  # takeover of runs whose driver died, retention purge
+                async with upkeep(stack.run_service()):  # takeover, approval expiry, retention purge
                     yield
             finally:
-                services.run_gateway = None
+                services.run_gateway = services.steering_gateway = None
 
     app = FastAPI(title="planstack", version=__version__, lifespan=lifespan)
     app.state.stack = stack
     app.state.started_at = time.time()
     services = init_app_state(app.state, stack)
     routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
-    for module in (*routes, health_route, metrics_route):
+    steering_routes = (approvals_route, escalations_route)
+    for module in (*routes, *steering_routes, health_route, metrics_route):
         app.include_router(module.router)
+    if stack.settings.ui.enabled:
+        app.include_router(ui_router())
     install_error_funnel(app, stack.metrics)
     app.add_middleware(MetricsMiddleware, metrics=stack.metrics)
     return app

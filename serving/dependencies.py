@@ -18,6 +18,7 @@ from serving.metrics import GatewayMetrics
 from serving.planning import PlanningGateway, RunGateway
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
+from serving.steering import SteeringGateway
 from serving.upstream import EngineClient
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -38,6 +39,7 @@ class Services:
     planning_gateway: PlanningGateway | None = None
     run_gateway: RunGateway | None = None
     embeddings: EmbeddingService | None = None
+    steering_gateway: SteeringGateway | None = None
 
     def planning(self) -> PlanningGateway:
         if self.planning_gateway is None:
@@ -49,6 +51,11 @@ class Services:
             raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
         return self.run_gateway
 
+    def steering(self) -> SteeringGateway:
+        if self.steering_gateway is None:
+            raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.steering_gateway
+
 
 def services(request: Request) -> Services:
     services: Services = request.app.state.services
@@ -58,6 +65,13 @@ def services(request: Request) -> Services:
 async def principal(request: Request) -> Principal:
     """Async on purpose: FastAPI runs sync dependencies in a thread pool, a hop on every request."""
     return services(request).auth.authenticate(request.headers.get("authorization"))
+
+
+async def read_optional_json(request: Request, limit: int) -> Any:
+    """Like `read_json`, but a request without a body is `{}` (POST actions whose fields are optional)."""
+    if request.headers.get("content-length", "0") == "0" and "transfer-encoding" not in request.headers:
+        return {}
+    return await read_json(request, limit)
 
 
 async def read_json(request: Request, limit: int) -> Any:

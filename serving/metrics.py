@@ -51,5 +51,43 @@ class GatewayMetrics:
             "planstack_plan_cache_total", "Plan cache lookups", ["outcome"], registry=self.registry
         )
 
+        self.approvals = Counter(
+            "planstack_approval_decisions_total",
+            "Decisions on runs awaiting approval (expired: nobody decided in time)",
+            ["tenant", "verdict"],
+            registry=self.registry,
+        )
+        self.approval_wait = Histogram(
+            "planstack_approval_wait_seconds",
+            "Time from an approval request to its decision",
+            buckets=(1, 10, 60, 300, 900, 3600, 14_400, 86_400),
+            registry=self.registry,
+        )
+        self.escalations = Counter(
+            "planstack_escalations_total", "Runs escalated to a person", ["tenant", "reason"], registry=self.registry
+        )
+        self.escalation_actions = Counter(
+            "planstack_escalation_actions_total", "Escalations handled", ["tenant", "action"], registry=self.registry
+        )
+        self.webhooks = Counter(
+            "planstack_webhook_deliveries_total",
+            "Webhook delivery attempts' outcomes (delivered, retried, failed, dropped)",
+            ["outcome"],
+            registry=self.registry,
+        )
+
+    def approval_decided(self, tenant: str, verdict: str, waited_s: float) -> None:
+        self.approvals.labels(tenant, verdict).inc()
+        self.approval_wait.observe(waited_s)
+
+    def escalated(self, tenant: str, reason: str) -> None:
+        self.escalations.labels(tenant, reason).inc()
+
+    def escalation_handled(self, tenant: str, action: str) -> None:
+        self.escalation_actions.labels(tenant, action).inc()
+
+    def webhook_delivery(self, outcome: str) -> None:
+        self.webhooks.labels(outcome).inc()
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

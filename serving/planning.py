@@ -15,14 +15,23 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from executors.errors import RunNotFound
 from executors.quotas import PlanTooLarge
 from executors.runs import RunService, RunView
-from executors.stores import QuotaExceeded, RunBusy, RunEvent, RunStoreError
+from executors.stores import (
+    EscalationState,
+    QuotaExceeded,
+    RunBusy,
+    RunEvent,
+    RunRecord,
+    RunStatus,
+    RunStoreError,
+)
+from executors.webhooks import WebhookRefused, WebhooksConfig, check_webhook_url
 from planner.catalog import CatalogError
 from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, PlanResult
@@ -43,6 +52,7 @@ from serving.protocol import ChatCompletionRequest
 from serving.redaction import describe_store_failure
 
 PLANNER_MODEL = "planner"
+RunListStatus = Literal["running", "succeeded", "failed", "interrupted", "awaiting_approval", "escalated"]
 RUN_ID_PATTERN = r"^run_[0-9a-f]{8,40}$"
 
 
@@ -87,6 +97,9 @@ class RunCreate(BaseModel):
     request: str = Field(min_length=1, max_length=4000)
     plan: Plan | None = Field(None, description="Execute this plan instead of planning the request.")
     wait: bool = Field(False, description="Answer when the run has finished instead of at once (202).")
+    webhook_url: str | None = Field(
+        None, max_length=2048, description="POST run events here (its host must be in webhooks.allowed_hosts)."
+    )
 
 
 def store_unavailable(exc: RunStoreError) -> StoreUnavailableError:
@@ -157,9 +170,7 @@ class PlanningGateway:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": PLANNER_MODEL,
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-            ],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": result.usage,
             "planstack": {"path": result.path, "fallback_reason": result.fallback_reason},
         }
@@ -186,6 +197,37 @@ def _text(content: Any) -> str:
     return ""
 
 
+def run_summary(record: RunRecord) -> dict[str, Any]:
+    """A run as the run list shows it (no plan, no results)."""
+    return {
+        "run_id": record.run_id,
+        "request": record.request,
+        "status": record.effective_status,
+        "round": record.round,
+        "nodes": len(record.plan.nodes),
+        "error_type": (record.error or {}).get("type"),
+        "escalation": (record.escalation or {}).get("state"),
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
+
+
+def planner_record(result: PlanResult, model: str | None) -> dict[str, Any]:
+    """What a run keeps of how its plan was made: the path and each attempt, bounded (no raw output)."""
+    attempts = [
+        {key: value for key, value in attempt.as_dict().items() if key != "raw_text"} | {"chars": len(attempt.raw_text)}
+        for attempt in result.attempts[:8]
+    ]
+    return {
+        "path": result.path,
+        "model": model,
+        "fallback_reason": None if result.fallback_reason is None else result.fallback_reason[:500],
+        "attempts": attempts,
+        "timings": result.timings,
+        "usage": result.usage,
+    }
+
+
 class TenantReplanner:
     """The executors' Replanner: the planner, salted with the run's tenant like any other request and
     admitted to one of that tenant's engine slots; with no client waiting, it may wait `slot_wait_s`
@@ -206,9 +248,16 @@ class TenantReplanner:
 
 
 class RunGateway:
-    def __init__(self, runs: RunService, planning: PlanningGateway, followers: FollowerSlots | None = None) -> None:
+    def __init__(
+        self,
+        runs: RunService,
+        planning: PlanningGateway,
+        followers: FollowerSlots | None = None,
+        webhooks: WebhooksConfig | None = None,
+    ) -> None:
         self.runs = runs
         self._planning = planning
+        self._webhooks = webhooks or WebhooksConfig()
         config = runs.runs_config
         self.followers = followers or FollowerSlots(
             per_tenant=config.max_followers_per_tenant, total=config.max_followers_total
@@ -216,14 +265,17 @@ class RunGateway:
 
     async def create(self, body: RunCreate, who: Principal, session: str | None) -> tuple[RunView, dict[str, Any]]:
         planned: dict[str, Any] = {"path": "given"}
+        webhook = None if body.webhook_url is None else self._checked_webhook(body.webhook_url)
+        recorded: dict[str, Any] = planned
         if body.plan is None:
             result = await self._planning.plan(body.request, who, session)
             plan, planned = result.plan, {"path": result.path, "fallback_reason": result.fallback_reason}
+            recorded = planner_record(result, getattr(self._planning.planner.llm, "model", None))
         else:
             self._planning.check_plan(body.plan)
             plan = body.plan
         with run_errors():
-            run_id = await self.runs.start(who.tenant, body.request, plan)
+            run_id = await self.runs.start(who.tenant, body.request, plan, webhook_url=webhook, planner=recorded)
             view = await self.runs.wait(who.tenant, run_id) if body.wait else await self.get(who, run_id)
         return view, planned
 
@@ -233,6 +285,29 @@ class RunGateway:
         if view is None:  # another tenant's run does not exist for this one
             raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
         return view
+
+    def _checked_webhook(self, url: str) -> str:
+        try:
+            return check_webhook_url(url, self._webhooks)
+        except WebhookRefused as exc:
+            raise InvalidRequestError(str(exc), param="webhook_url") from exc
+
+    async def page(
+        self, who: Principal, *, status: RunListStatus | None, limit: int, after: str | None
+    ) -> tuple[list[RunRecord], str | None]:
+        """The tenant's runs, newest first; `escalated` = failed with an open escalation. The cursor of
+        the next page is the last run id of this one (None at the end)."""
+        escalation: EscalationState | None = "open" if status == "escalated" else None
+        stored: RunStatus | None = None if status is None or status == "escalated" else status
+        with run_errors():
+            page = await self.runs.store.list_runs(
+                who.tenant, limit=limit + 1, status=stored, escalation=escalation, before=after
+            )
+        return page[:limit], page[limit - 1].run_id if len(page) > limit else None
+
+    async def plans(self, who: Principal, run_id: str) -> list[tuple[int, Plan]]:
+        with run_errors(run_id):
+            return await self.runs.store.plans(who.tenant, run_id)
 
     async def resume(self, who: Principal, run_id: str) -> RunView:
         with run_errors(run_id):

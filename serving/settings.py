@@ -20,8 +20,11 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from executors.approvals import ApprovalsConfig
 from executors.config import ExecutorConfig
+from executors.escalations import EscalationsConfig
 from executors.stores.config import RunsConfig
+from executors.webhooks import WebhooksConfig
 from planner.config import PlannerConfig
 from retrieval.config import RetrievalConfig
 
@@ -201,6 +204,18 @@ class EmbeddingSettings(_Section):
     )
 
 
+class UiSettings(_Section):
+    """The operators' web UI under /ui/ (serving/ui)."""
+
+    enabled: bool = Field(True, description="Serve the web UI (static files; every API call needs a key).")
+    public_url: str | None = Field(
+        None,
+        max_length=512,
+        description="Base URL operators open (e.g. behind a proxy); unset: http://gateway.host:gateway.port. "
+        "`planstack run` prints run pages under it.",
+    )
+
+
 class Settings(BaseSettings):
     """Effective planstack configuration."""
 
@@ -235,6 +250,10 @@ class Settings(BaseSettings):
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     executors: ExecutorConfig = Field(default_factory=ExecutorConfig)
     runs: RunsConfig = Field(default_factory=RunsConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    escalations: EscalationsConfig = Field(default_factory=EscalationsConfig)
+    webhooks: WebhooksConfig = Field(default_factory=WebhooksConfig)
+    ui: UiSettings = Field(default_factory=UiSettings)  # type: ignore[arg-type]
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
 
     @field_validator("home", mode="after")
@@ -256,6 +275,12 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, yaml_source)
 
     # ---- derived paths -------------------------------------------------------------------------
+    @property
+    def ui_url(self) -> str:
+        """Where the web UI is: `ui.public_url`, else the gateway's own address."""
+        base = self.ui.public_url or f"http://{self.gateway.host}:{self.gateway.port}"
+        return base.rstrip("/") + "/ui/"
+
     @property
     def models_dir(self) -> Path:
         return self.home / "models"

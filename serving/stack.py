@@ -39,6 +39,7 @@ from serving.planning import TenantReplanner
 from serving.routing import EngineRouting
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
+from serving.steering import steering_of
 from serving.upstream import EngineClient
 
 
@@ -70,7 +71,12 @@ class Stack:
         replanner = TenantReplanner(
             self.planner, self.salter, self.engine.slots, slot_wait_s=self.settings.gateway.replan_slot_wait_s
         )
-        self.runs = RunService(self.store, DagScheduler(self.registry, self.settings.executors), replanner=replanner)
+        steering = steering_of(self.settings, self.store, server_secret(self.settings), self.metrics)
+        if steering.notifier is not None:
+            self._resources.push_async_callback(steering.notifier.aclose)  # after the runs have stopped
+        self.runs = RunService(
+            self.store, DagScheduler(self.registry, self.settings.executors), replanner=replanner, steering=steering
+        )
         self._resources.push_async_callback(self.runs.aclose)
         return self
 

@@ -30,25 +30,30 @@ from executors.stores.feed import Subscription
 from executors.stores.postgres import PostgresRunStore
 from executors.stores.records import (
     TERMINAL_STATUSES,
+    EscalationState,
     EventType,
     Lease,
     PurgeReport,
+    ReopenFrom,
     RunEvent,
     RunRecord,
     RunStatus,
     TenantQuota,
     TenantUsage,
+    WebhookDelivery,
 )
 from executors.stores.sqlite import SqliteRunStore
 
 __all__ = [
     "BACKENDS",
     "TERMINAL_STATUSES",
+    "EscalationState",
     "EventType",
     "Lease",
     "LeaseLost",
     "PostgresRunStore",
     "PurgeReport",
+    "ReopenFrom",
     "QuotaExceeded",
     "RunBusy",
     "RunEvent",
@@ -64,6 +69,7 @@ __all__ = [
     "TenantQuota",
     "TenantUsage",
     "TooManyActiveRuns",
+    "WebhookDelivery",
     "default_store_url",
     "open_run_store",
     "url_scheme",

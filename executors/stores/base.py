@@ -31,15 +31,18 @@ from executors.observation import NodeResult
 from executors.stores.config import RunsConfig
 from executors.stores.feed import EventFeed, Listener, Subscription
 from executors.stores.records import (
+    EscalationState,
     EventType,
     Lease,
     PurgeReport,
+    ReopenFrom,
     RunEvent,
     RunRecord,
     RunStatus,
     TenantQuota,
     TenantUsage,
     WatchState,
+    WebhookDelivery,
 )
 from planner.plan import Plan
 
@@ -79,7 +82,17 @@ class RunStore(ABC):
     async def get_run(self, tenant: str, run_id: str) -> RunRecord | None: ...
 
     @abstractmethod
-    async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]: ...
+    async def list_runs(
+        self,
+        tenant: str,
+        *,
+        limit: int = 50,
+        status: RunStatus | None = None,
+        escalation: EscalationState | None = None,
+        before: str | None = None,
+    ) -> list[RunRecord]:
+        """The tenant's runs, newest first; `status` (`interrupted`: running without a live driver)
+        and `escalation` filter them, `before` (a run id) pages on from that run."""
 
     @abstractmethod
     async def update_run(
@@ -91,8 +104,41 @@ class RunStore(ABC):
         round_: int | None = None,
         replans: int | None = None,
         error: dict[str, Any] | None = None,
+        approval: dict[str, Any] | None = None,
+        escalation: dict[str, Any] | None = None,
     ) -> RunRecord:
-        """Fenced update of the run; a new `plan` with `round_` is also kept in the plan history."""
+        """Fenced update of the fields given; a new `plan` with `round_` is also kept in the plan history."""
+
+    @abstractmethod
+    async def reopen(
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        expect: ReopenFrom,
+        approval: dict[str, Any] | None = None,
+        escalation: dict[str, Any] | None = None,
+        plan: Plan | None = None,
+        round_: int | None = None,
+        replans: int | None = None,
+        budget_round: int | None = None,
+    ) -> Lease | None:
+        """Atomically move a run paused for approval (`expect="awaiting_approval"`), or failed with an
+        open escalation (`"escalated"`), back to `running` under a new lease for `owner`, with the
+        fields given (the error is cleared). None when the run is not in that state (someone else
+        decided first); `RunNotFound` for an unknown run. The one way out of a pause: nothing else
+        (takeover, resume) drives a paused run."""
+
+    @abstractmethod
+    async def close_escalation(self, tenant: str, run_id: str, escalation: dict[str, Any]) -> bool:
+        """Replace an open escalation of a failed run by `escalation` (its `state` is no longer open);
+        False when it is not open (any more)."""
+
+    @abstractmethod
+    async def awaiting_runs(self, *, limit: int = 100) -> list[RunRecord]:
+        """Runs of every tenant paused for approval, oldest first (the expiry sweep)."""
 
     @abstractmethod
     async def plans(self, tenant: str, run_id: str) -> list[tuple[int, Plan]]: ...
@@ -126,6 +172,16 @@ class RunStore(ABC):
     def subscribe(self, run_id: str) -> Subscription:
         """Wake-ups for one run's followers (see `executors.stores.feed`)."""
         return self.feed.subscribe(run_id)
+
+    # -- webhook deliveries ----------------------------------------------------------------------
+
+    @abstractmethod
+    async def save_delivery(self, tenant: str, run_id: str, delivery: WebhookDelivery) -> None:
+        """Record (or update) the delivery of event `delivery.seq` to the run's webhook; not fenced:
+        deliveries go on after the run's driver has stopped."""
+
+    @abstractmethod
+    async def deliveries(self, tenant: str, run_id: str) -> list[WebhookDelivery]: ...
 
     # -- leases ----------------------------------------------------------------------------------
 

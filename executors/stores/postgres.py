@@ -25,25 +25,33 @@ from executors.stores.errors import LeaseLost, RunStoreError
 from executors.stores.feed import Listener
 from executors.stores.postgres_pool import CHANNEL, PostgresPool
 from executors.stores.records import (
+    EscalationState,
     EventType,
     Lease,
     PurgeReport,
+    ReopenFrom,
     RunEvent,
     RunRecord,
     RunStatus,
     TenantQuota,
     TenantUsage,
     WatchState,
+    WebhookDelivery,
     dumps,
 )
 from executors.stores.sql import (
+    DELIVERY_COLUMNS,
     EVENT_COLUMNS,
     EVENT_OVERHEAD_BYTES,
+    REOPEN_CONDITIONS,
     RUN_COLUMNS,
+    RUN_TABLES,
     add_oldest,
     busy_error,
+    delivery_from_row,
     event_from_row,
     lease_fields,
+    list_filter,
     quota_error,
     result_bytes,
     results_query,
@@ -99,12 +107,13 @@ class PostgresRunStore(RunStore):
                 if problem is not None:
                     raise problem
             await cur.execute(
-                "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json,"
-                f" created_at, updated_at, lease_owner, lease_epoch, lease_expires_at, bytes)"
-                f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, {NOW}, {NOW}, %s, 1, {NOW} + %s, %s)"
+                "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json, created_at,"
+                " updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url, planner_json)"
+                f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, {NOW}, {NOW}, %s, 1, {NOW} + %s, %s, %s, %s)"
                 " RETURNING lease_expires_at, created_at",
                 (record.run_id, record.tenant, record.request, plan_json, record.status, record.round,
-                 record.replans, dumps(record.error), owner, ttl_s, size),
+                 record.replans, dumps(record.error), owner, ttl_s, size, record.webhook_url,
+                 dumps(record.planner)),
             )  # fmt: skip
             expires, created = await _one(cur)
             await cur.execute(
@@ -117,13 +126,35 @@ class PostgresRunStore(RunStore):
         async with self._tx("read") as cur:
             await cur.execute(SELECT_RUN + " WHERE run_id = %s AND tenant = %s", (run_id, tenant))
             row = await cur.fetchone()
-        return None if row is None else run_from_row(row, row[12])
+        return None if row is None else run_from_row(row, row[-1])
 
-    async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
+    async def list_runs(
+        self,
+        tenant: str,
+        *,
+        limit: int = 50,
+        status: RunStatus | None = None,
+        escalation: EscalationState | None = None,
+        before: str | None = None,
+    ) -> list[RunRecord]:
+        where, values = list_filter("%s", status=status, escalation=escalation, before=before, tenant=tenant)
+        if status == "running":
+            where += f" AND lease_expires_at > {NOW}"
+        elif status == "interrupted":
+            where += f" AND NOT COALESCE(lease_expires_at > {NOW}, false)"
         async with self._tx("read") as cur:
-            await cur.execute(SELECT_RUN + " WHERE tenant = %s ORDER BY created_at DESC LIMIT %s", (tenant, limit))
+            await cur.execute(
+                SELECT_RUN + " WHERE tenant = %s" + where + " ORDER BY created_at DESC, run_id DESC LIMIT %s",
+                (tenant, *values, limit),
+            )
             rows = await cur.fetchall()
-        return [run_from_row(row, row[12]) for row in rows]
+        return [run_from_row(row, row[-1]) for row in rows]
+
+    async def awaiting_runs(self, *, limit: int = 100) -> list[RunRecord]:
+        async with self._tx("read") as cur:
+            await cur.execute(SELECT_RUN + " WHERE status = 'awaiting_approval' ORDER BY updated_at LIMIT %s", (limit,))
+            rows = await cur.fetchall()
+        return [run_from_row(row, row[-1]) for row in rows]
 
     async def update_run(
         self,
@@ -134,8 +165,13 @@ class PostgresRunStore(RunStore):
         round_: int | None = None,
         replans: int | None = None,
         error: dict[str, Any] | None = None,
+        approval: dict[str, Any] | None = None,
+        escalation: dict[str, Any] | None = None,
     ) -> RunRecord:
-        update = run_update("%s", status=status, plan=plan, round_=round_, replans=replans, error=error)
+        update = run_update(
+            "%s", status=status, plan=plan, round_=round_, replans=replans, error=error, approval=approval,
+            escalation=escalation,
+        )  # fmt: skip
         async with self._tx() as cur:
             await self._fence(cur, lease, update.added_bytes)
             if update.assignments:
@@ -150,7 +186,57 @@ class PostgresRunStore(RunStore):
                 )
             await cur.execute(SELECT_RUN + " WHERE run_id = %s", (lease.run_id,))
             row = await _one(cur)
-        return run_from_row(row, row[12])
+        return run_from_row(row, row[-1])
+
+    async def reopen(
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        expect: ReopenFrom,
+        approval: dict[str, Any] | None = None,
+        escalation: dict[str, Any] | None = None,
+        plan: Plan | None = None,
+        round_: int | None = None,
+        replans: int | None = None,
+        budget_round: int | None = None,
+    ) -> Lease | None:
+        update = run_update(
+            "%s", status="running", plan=plan, round_=round_, replans=replans, error=None, approval=approval,
+            escalation=escalation, budget_round=budget_round,
+        )  # fmt: skip
+        async with self._tx() as cur:
+            await _require_run(cur, tenant, run_id)
+            await cur.execute(
+                f"UPDATE runs SET {', '.join(update.assignments)}, error_json = NULL, lease_owner = %s,"
+                f" lease_epoch = lease_epoch + 1, lease_expires_at = {NOW} + %s, updated_at = {NOW},"
+                " bytes = bytes + %s"
+                f" WHERE run_id = %s AND tenant = %s AND {REOPEN_CONDITIONS[expect]}"
+                " RETURNING lease_epoch, lease_expires_at",
+                (*update.values, owner, ttl_s, update.added_bytes, run_id, tenant),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            if update.plan_json is not None and round_ is not None:
+                await cur.execute(
+                    f"INSERT INTO run_plans (run_id, round, plan_json, created_at) VALUES (%s, %s, %s, {NOW})"
+                    " ON CONFLICT DO NOTHING",
+                    (run_id, round_, update.plan_json),
+                )
+        return Lease(tenant, run_id, owner, int(row[0]), float(row[1]))
+
+    async def close_escalation(self, tenant: str, run_id: str, escalation: dict[str, Any]) -> bool:
+        async with self._tx() as cur:
+            await _require_run(cur, tenant, run_id)
+            await cur.execute(
+                f"UPDATE runs SET escalation = %s, escalation_json = %s, updated_at = {NOW}"
+                " WHERE run_id = %s AND tenant = %s AND " + REOPEN_CONDITIONS["escalated"],
+                (str(escalation.get("state", "closed")), dumps(escalation), run_id, tenant),
+            )
+            return cur.rowcount == 1
 
     async def plans(self, tenant: str, run_id: str) -> list[tuple[int, Plan]]:
         async with self._tx("read") as cur:
@@ -229,6 +315,28 @@ class PostgresRunStore(RunStore):
             )
             rows = await cur.fetchall()
         return [event_from_row(row) for row in rows]
+
+    # -- webhook deliveries ----------------------------------------------------------------------
+
+    async def save_delivery(self, tenant: str, run_id: str, delivery: WebhookDelivery) -> None:
+        async with self._tx() as cur:
+            await _require_run(cur, tenant, run_id)
+            await cur.execute(
+                f"INSERT INTO webhook_deliveries (run_id, {DELIVERY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (run_id, seq) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,"
+                " status_code = excluded.status_code, error = excluded.error, updated_at = excluded.updated_at",
+                (run_id, delivery.seq, delivery.event, delivery.state, delivery.attempts, delivery.status_code,
+                 delivery.error, delivery.updated_at),
+            )  # fmt: skip
+
+    async def deliveries(self, tenant: str, run_id: str) -> list[WebhookDelivery]:
+        async with self._tx("read") as cur:
+            await _require_run(cur, tenant, run_id)
+            await cur.execute(
+                f"SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE run_id = %s ORDER BY seq", (run_id,)
+            )
+            rows = await cur.fetchall()
+        return [delivery_from_row(row) for row in rows]
 
     # -- leases ----------------------------------------------------------------------------------
 
@@ -317,7 +425,7 @@ class PostgresRunStore(RunStore):
                     f"SELECT run_id FROM runs WHERE run_id = ANY(%s) AND {IDLE} FOR UPDATE", (ids[start : start + 400],)
                 )
                 kept = [row[0] for row in await cur.fetchall()]
-                for table in ("events", "node_results", "run_plans", "runs"):
+                for table in RUN_TABLES:
                     await cur.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (kept,))
         async with self._tx() as cur:
             await cur.execute(f"DELETE FROM cache WHERE expires_at <= {NOW}")

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.plan import Plan
 
-RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
+RunStatus = Literal["running", "succeeded", "failed", "interrupted", "awaiting_approval"]
 EventType = Literal[
     "run_started",
     "node_started",
@@ -19,8 +19,15 @@ EventType = Literal[
     "node_failed",
     "node_skipped",
     "replan",
+    "awaiting_approval",
+    "approval_decided",
+    "escalated",
+    "escalation_reopened",
     "run_finished",
 ]
+EscalationState = Literal["open", "resumed", "replanned", "closed"]
+ReopenFrom = Literal["awaiting_approval", "escalated"]
+"""What `RunStore.reopen` expects of a run: paused for approval, or failed with an open escalation."""
 TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed"})
 
 
@@ -40,6 +47,19 @@ class RunRecord(BaseModel):
     lease_owner: str | None = Field(default=None, description="Replica that holds (or last held) the lease.")
     lease_expires_at: float | None = None
     driven: bool = Field(default=False, description="A live lease is held: some replica executes the run now.")
+    approval: dict[str, Any] | None = Field(
+        default=None, description="Approval state: the pending request, if any, and the decisions."
+    )
+    escalation: dict[str, Any] | None = Field(
+        default=None, description="Escalation of a run that ended for good: state, reason, who handled it."
+    )
+    webhook_url: str | None = Field(default=None, description="Where run events are POSTed (executors.webhooks).")
+    planner: dict[str, Any] | None = Field(
+        default=None, description="How the first plan was made (path, attempts, timings), as the gateway recorded it."
+    )
+    budget_round: int = Field(
+        default=0, description="First round counted against the step and re-plan budgets (an operator resets it)."
+    )
 
     @property
     def effective_status(self) -> RunStatus:
@@ -57,6 +77,20 @@ class RunEvent(BaseModel):
     node_id: str | None = None
     data: dict[str, Any] = Field(default_factory=dict)
     ts: float = 0.0
+
+
+class WebhookDelivery(BaseModel):
+    """The delivery of one run event to the run's webhook."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(description="The event's sequence number in the run.")
+    event: str
+    state: Literal["pending", "delivered", "failed"]
+    attempts: int = 0
+    status_code: int | None = None
+    error: str | None = None
+    updated_at: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from executors.stores.errors import QuotaExceeded, RunBusy, StoredBytesQuota, StoredRunsQuota, TooManyActiveRuns
-from executors.stores.records import Lease, RunEvent, RunRecord, RunStatus, TenantQuota, TenantUsage, dumps
+from executors.stores.records import (
+    Lease,
+    RunEvent,
+    RunRecord,
+    RunStatus,
+    TenantQuota,
+    TenantUsage,
+    WebhookDelivery,
+    dumps,
+)
 from planner.plan import Plan
 
 EVENT_OVERHEAD_BYTES = 64  # seq, type, round, node id, timestamp of one event row
@@ -35,7 +44,13 @@ CREATE TABLE IF NOT EXISTS runs (
     lease_expires_at {real},
     takeovers INTEGER NOT NULL DEFAULT 0,
     event_seq INTEGER NOT NULL DEFAULT 0,
-    bytes BIGINT NOT NULL DEFAULT 0
+    bytes BIGINT NOT NULL DEFAULT 0,
+    approval_json TEXT,
+    escalation TEXT,
+    escalation_json TEXT,
+    webhook_url TEXT,
+    budget_round INTEGER NOT NULL DEFAULT 0,
+    planner_json TEXT
 );
 CREATE TABLE IF NOT EXISTS run_plans (
     run_id TEXT NOT NULL REFERENCES runs (run_id),
@@ -68,6 +83,17 @@ CREATE TABLE IF NOT EXISTS events (
     ts {real} NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    status_code INTEGER,
+    error TEXT,
+    updated_at {real} NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
 CREATE TABLE IF NOT EXISTS cache (
     namespace TEXT NOT NULL,
     tenant TEXT NOT NULL,
@@ -76,17 +102,34 @@ CREATE TABLE IF NOT EXISTS cache (
     expires_at {real} NOT NULL,
     PRIMARY KEY (namespace, tenant, key)
 );
--- after migration
+"""
+_INDEXES = """
 CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, created_at);
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, updated_at);
+CREATE INDEX IF NOT EXISTS runs_by_escalation ON runs (tenant, escalation);
 CREATE INDEX IF NOT EXISTS cache_by_expiry ON cache (expires_at);
 """
-SCHEMA_SQLITE = _TABLES.format(real="REAL")
-SCHEMA_POSTGRES = _TABLES.format(real="DOUBLE PRECISION").replace("-- after migration\n", "")
+ADDED_COLUMNS: dict[str, str] = {
+    "approval_json": "TEXT",
+    "escalation": "TEXT",
+    "escalation_json": "TEXT",
+    "webhook_url": "TEXT",
+    "budget_round": "INTEGER NOT NULL DEFAULT 0",
+    "planner_json": "TEXT",
+}
+"""Columns of `runs` newer than its first layout: added to an older store when it is opened."""
+SCHEMA_SQLITE = _TABLES.format(real="REAL") + "-- after migration" + _INDEXES
+SCHEMA_POSTGRES = (
+    _TABLES.format(real="DOUBLE PRECISION")
+    + "".join(f"ALTER TABLE runs ADD COLUMN IF NOT EXISTS {name} {kind};\n" for name, kind in ADDED_COLUMNS.items())
+    + _INDEXES
+)
+RUN_TABLES = ("webhook_deliveries", "events", "node_results", "run_plans", "runs")
+"""Every table holding rows of a run, dependants first (the order a run is deleted in)."""
 
 RUN_COLUMNS = (
     "run_id, tenant, request, plan_json, status, round, replans, error_json, created_at, updated_at,"
-    " lease_owner, lease_expires_at"
+    " lease_owner, lease_expires_at, approval_json, escalation_json, webhook_url, budget_round, planner_json"
 )
 SELECT_RUN = f"SELECT {RUN_COLUMNS} FROM runs"
 
@@ -108,7 +151,16 @@ def run_from_row(row: Any, now: float) -> RunRecord:
         lease_owner=row[10],
         lease_expires_at=expires,
         driven=expires is not None and expires > now,
+        approval=_loads(row[12]),
+        escalation=_loads(row[13]),
+        webhook_url=row[14],
+        budget_round=row[15],
+        planner=_loads(row[16]),
     )
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
 EVENT_COLUMNS = "run_id, seq, type, round, node_id, data_json, ts"
@@ -139,22 +191,66 @@ def run_update(
     round_: int | None,
     replans: int | None,
     error: dict[str, Any] | None,
+    approval: dict[str, Any] | None = None,
+    escalation: dict[str, Any] | None = None,
+    budget_round: int | None = None,
 ) -> RunUpdate:
+    """Only the fields given (not None) are set."""
     assignments: list[str] = []
     values: list[Any] = []
     plan_json = None if plan is None else plan.model_dump_json()
-    error_json = dumps(error)
+    texts = {"error_json": dumps(error), "approval_json": dumps(approval), "escalation_json": dumps(escalation)}
     for column, value in (
         ("status", status),
         ("round", round_),
         ("replans", replans),
         ("plan_json", plan_json),
-        ("error_json", error_json),
+        *texts.items(),
+        ("escalation", None if escalation is None else str(escalation.get("state", "open"))),
+        ("budget_round", budget_round),
     ):
         if value is not None:
             assignments.append(f"{column} = {mark}")
             values.append(value)
-    return RunUpdate(assignments, values, plan_json, 2 * text_bytes(plan_json) + text_bytes(error_json))
+    added = 2 * text_bytes(plan_json) + sum(text_bytes(text) for text in texts.values())
+    return RunUpdate(assignments, values, plan_json, added)
+
+
+REOPEN_CONDITIONS = {
+    "awaiting_approval": "status = 'awaiting_approval'",
+    "escalated": "status = 'failed' AND escalation = 'open'",
+}
+"""The state `RunStore.reopen` moves a run out of (back to `running`, under a new lease)."""
+
+
+def list_filter(
+    mark: str, *, status: str | None, escalation: str | None, before: str | None, tenant: str
+) -> tuple[str, list[Any]]:
+    """WHERE conditions (after `tenant = mark`) of `list_runs`, newest first paging on `before` (a run id).
+    `interrupted` is a running run without a live lease: the caller adds that condition (its clock)."""
+    conditions: list[str] = []
+    values: list[Any] = []
+    if status is not None:
+        conditions.append(f"status = {mark}")
+        values.append("running" if status == "interrupted" else status)
+    if escalation is not None:
+        conditions.append(f"escalation = {mark}")
+        values.append(escalation)
+    if before is not None:
+        conditions.append(
+            f"(created_at, run_id) < (SELECT created_at, run_id FROM runs WHERE run_id = {mark} AND tenant = {mark})"
+        )
+        values.extend([before, tenant])
+    return "".join(" AND " + condition for condition in conditions), values
+
+
+DELIVERY_COLUMNS = "seq, event, state, attempts, status_code, error, updated_at"
+
+
+def delivery_from_row(row: Any) -> WebhookDelivery:
+    return WebhookDelivery(
+        seq=row[0], event=row[1], state=row[2], attempts=row[3], status_code=row[4], error=row[5], updated_at=row[6]
+    )
 
 
 def results_query(mark: str, run_id: str, round_: int | None) -> tuple[str, tuple[Any, ...]]:

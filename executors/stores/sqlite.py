@@ -22,6 +22,7 @@ from executors.stores.base import RunStore, backend, check_cache_entry
 from executors.stores.config import RunsConfig
 from executors.stores.errors import LeaseLost
 from executors.stores.records import (
+    EscalationState,
     EventType,
     Lease,
     PurgeReport,
@@ -36,11 +37,13 @@ from executors.stores.records import (
 from executors.stores.sql import (
     EVENT_COLUMNS,
     EVENT_OVERHEAD_BYTES,
+    RUN_TABLES,
     SELECT_RUN,
     add_oldest,
     busy_error,
     event_from_row,
     lease_fields,
+    list_filter,
     quota_error,
     result_bytes,
     results_query,
@@ -50,6 +53,7 @@ from executors.stores.sql import (
     text_bytes,
 )
 from executors.stores.sqlite_file import SqliteFile, require_run
+from executors.stores.sqlite_steering import SqliteSteering
 from planner.plan import Plan
 
 T = TypeVar("T")
@@ -57,7 +61,7 @@ _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
 
 
 @backend
-class SqliteRunStore(RunStore):
+class SqliteRunStore(SqliteSteering, RunStore):
     schemes = ("sqlite",)
 
     def __init__(
@@ -115,10 +119,11 @@ class SqliteRunStore(RunStore):
                         raise problem
                 cur.execute(
                     "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json,"
-                    " created_at, updated_at, lease_owner, lease_epoch, lease_expires_at, bytes)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                    " created_at, updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url,"
+                    " planner_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
                     (record.run_id, record.tenant, record.request, plan_json, record.status, record.round,
-                     record.replans, dumps(record.error), now, now, owner, now + ttl_s, size),
+                     record.replans, dumps(record.error), now, now, owner, now + ttl_s, size, record.webhook_url,
+                     dumps(record.planner)),
                 )  # fmt: skip
                 cur.execute(
                     "INSERT INTO run_plans (run_id, round, plan_json, created_at) VALUES (?, ?, ?, ?)",
@@ -136,13 +141,27 @@ class SqliteRunStore(RunStore):
 
         return await self._call(go)
 
-    async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
+    async def list_runs(
+        self,
+        tenant: str,
+        *,
+        limit: int = 50,
+        status: RunStatus | None = None,
+        escalation: EscalationState | None = None,
+        before: str | None = None,
+    ) -> list[RunRecord]:
+        where, values = list_filter("?", status=status, escalation=escalation, before=before, tenant=tenant)
+
         def go() -> list[RunRecord]:
+            now = self._clock()
+            live = {"running": " AND lease_expires_at > ?", "interrupted": " AND NOT COALESCE(lease_expires_at > ?, 0)"}
+            if status in live:
+                values.append(now)
+            query = SELECT_RUN + " WHERE tenant = ?" + where + live.get(str(status), "")
             with self._read() as conn:
                 rows = conn.execute(
-                    SELECT_RUN + " WHERE tenant = ? ORDER BY created_at DESC LIMIT ?", (tenant, limit)
+                    query + " ORDER BY created_at DESC, run_id DESC LIMIT ?", (tenant, *values, limit)
                 ).fetchall()
-            now = self._clock()
             return [run_from_row(row, now) for row in rows]
 
         return await self._call(go)
@@ -156,8 +175,13 @@ class SqliteRunStore(RunStore):
         round_: int | None = None,
         replans: int | None = None,
         error: dict[str, Any] | None = None,
+        approval: dict[str, Any] | None = None,
+        escalation: dict[str, Any] | None = None,
     ) -> RunRecord:
-        update = run_update("?", status=status, plan=plan, round_=round_, replans=replans, error=error)
+        update = run_update(
+            "?", status=status, plan=plan, round_=round_, replans=replans, error=error, approval=approval,
+            escalation=escalation,
+        )  # fmt: skip
 
         def go() -> RunRecord:
             now = self._clock()
@@ -410,7 +434,7 @@ class SqliteRunStore(RunStore):
             if not kept:
                 return
             marks = ", ".join("?" * len(kept))
-            for table in ("events", "node_results", "run_plans", "runs"):
+            for table in RUN_TABLES:
                 cur.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", kept)
 
     # -- tenant-scoped cache ---------------------------------------------------------------------

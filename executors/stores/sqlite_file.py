@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from executors.errors import RunNotFound
 from executors.stores.errors import RunStoreError
-from executors.stores.sql import SCHEMA_SQLITE
+from executors.stores.sql import ADDED_COLUMNS, SCHEMA_SQLITE
 
 logger = logging.getLogger("planstack.executors.stores.sqlite")
 T = TypeVar("T")
@@ -33,6 +33,7 @@ _LEASE_COLUMNS = {
     "takeovers": "INTEGER NOT NULL DEFAULT 0",
     "event_seq": "INTEGER NOT NULL DEFAULT 0",
     "bytes": "INTEGER NOT NULL DEFAULT 0",
+    **ADDED_COLUMNS,
 }
 
 
@@ -111,7 +112,7 @@ def require_run(conn: sqlite3.Cursor | sqlite3.Connection, tenant: str, run_id: 
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    """Add the lease/accounting columns to a store written before they existed."""
+    """Add the lease, accounting and steering columns to a store written before they existed."""
     present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
     if all(column in present for column in _LEASE_COLUMNS):
         return

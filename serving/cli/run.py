@@ -40,6 +40,8 @@ _MARKS = {
     "node_failed": ("✗", "red"),
     "node_skipped": ("–", "dim"),
     "replan": ("⟳", "magenta"),
+    "awaiting_approval": ("⏸", "yellow"),
+    "escalated": ("⚑", "red"),
 }
 
 
@@ -96,7 +98,7 @@ def run_command(
         if view.error:
             console.print(f"[red]run {view.status}:[/] {view.error.get('error')} ({view.error.get('type')})")
         console.print(f"run [bold]{view.run_id}[/] {view.status} · store {location}")
-    raise typer.Exit(0 if view.status == "succeeded" else 1)
+    raise typer.Exit({"succeeded": 0, "awaiting_approval": 3}.get(view.status, 1))
 
 
 @runs_app.command("purge")
@@ -167,9 +169,13 @@ async def _execute(
                 text = request or ""
                 plan = await _plan_for_run(stack, text, tenant)
             run_id = await service.start(tenant, text, plan)
+        if console is not None:
+            console.print(f"run page: {settings.ui_url}#/runs/{run_id}  (the gateway's web UI, tenant {tenant!r})")
         async for event in service.events(tenant, run_id):
             if console is not None:
                 print_event(console, event)
+            if event.type == "awaiting_approval":  # a person decides, on the run page or the API: stop here
+                break
         return await service.wait(tenant, run_id), service.store.display_url
 
 
@@ -181,6 +187,12 @@ def print_event(console: Console, event: RunEvent) -> None:
         return
     mark, colour = _MARKS[event.type]
     data = event.data
+    if event.type == "awaiting_approval":
+        console.print(f"[{colour}]{mark} waiting for approval[/] ({data.get('kind')}, round {event.round})")
+        return
+    if event.type == "escalated":
+        console.print(f"[{colour}]{mark} escalated[/] ({data.get('reason')}): see GET /v1/escalations")
+        return
     if event.type == "replan":
         console.print(
             f"[{colour}]{mark} re-plan #{data.get('replans')}[/] → round {event.round}, {data.get('nodes')} nodes"

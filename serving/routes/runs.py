@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Path, Request
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from executors.stores import RunStoreError
@@ -15,7 +15,7 @@ from serving.dependencies import parse_model, principal, read_json, services
 from serving.errors import error_body
 from serving.followers import FollowerStream
 from serving.openapi import error_responses, json_body
-from serving.planning import RUN_ID_PATTERN, RunCreate, store_unavailable
+from serving.planning import RUN_ID_PATTERN, RunCreate, RunListStatus, run_summary, store_unavailable
 from serving.routes.chat import SESSION_HEADER
 
 router = APIRouter()
@@ -41,10 +41,34 @@ async def create_run(request: Request, who: Principal = Depends(principal)) -> J
     return JSONResponse(payload, status_code=200 if body.wait else 202)
 
 
+@router.get("/v1/runs", responses=error_responses(400, 401, 503))
+async def list_runs(
+    request: Request,
+    status: RunListStatus | None = Query(None, description="Only runs in this state (`escalated`: open escalation)"),
+    limit: int = Query(20, ge=1, le=100),
+    after: str | None = Query(None, pattern=RUN_ID_PATTERN, max_length=48, description="The previous page's last id"),
+    who: Principal = Depends(principal),
+) -> dict[str, Any]:
+    """The tenant's runs, newest first, paged (`next_after` is the cursor of the next page)."""
+    page, next_after = await services(request).runs().page(who, status=status, limit=limit, after=after)
+    items = [run_summary(record) for record in page]
+    return {"object": "list", "data": items, "next_after": next_after}
+
+
 @router.get("/v1/runs/{run_id}", responses=error_responses(401, 404, 503))
 async def get_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
     view = await services(request).runs().get(who, run_id)
     return view.model_dump(mode="json")
+
+
+@router.get("/v1/runs/{run_id}/plans", responses=error_responses(401, 404, 503))
+async def run_plans(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
+    """The plan of every round of the run (round 0, then each re-plan)."""
+    plans = await services(request).runs().plans(who, run_id)
+    return {
+        "object": "list",
+        "data": [{"round": round_, "plan": plan.model_dump(mode="json")} for round_, plan in plans],
+    }
 
 
 @router.post(

@@ -1,0 +1,257 @@
+"""Approvals: a person's consent before a run does something it must not do alone.
+
+Two things make a run wait for a person:
+
+- a tool registered with `@registry.tool(approval="required")` (or named in `approvals.tools`): the
+  node is resolved (its upstream outputs are in its arguments) and then held; the rest of the plan
+  goes on as far as it can without it;
+- a tenant listed in `approvals.plan_tenants`: every plan of its runs (the first one and each
+  re-plan) is approved as a whole before anything of it executes.
+
+The run then pauses in `awaiting_approval`, durably: the request (kind, round, the held calls with
+their resolved arguments, when it expires) is in the run's record, the run holds no lease, and
+nothing but a decision (`RunStore.reopen`) moves it on, so neither a gateway restart nor the
+takeover sweep runs it. A decision (`approved`, `rejected` with a reason, or `expired` after
+`approvals.timeout_s`) is recorded with who made it (the API key's tenant and a caller-supplied
+name) and when; the run's next driver acts on it: an approved call executes (once), a rejected one
+never does, and the run either stops (`approval_rejected` / `approval_expired`) or, when the
+decision asks for it, re-plans with the reason in the failure summary.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from executors.errors import ExecutorError, RunNotFound, structured_error
+from executors.stores import RunRecord
+
+if TYPE_CHECKING:
+    from executors.registry import ToolSpec
+    from executors.runs import Announcement, RunService
+
+Verdict = Literal["approved", "rejected", "expired"]
+MAX_DECISIONS = 200  # decisions kept per run (oldest dropped first)
+MAX_REASON_CHARS = 1000
+_NAME_DROP = re.compile(r"[^\w .@+-]+")
+
+
+class ApprovalsConfig(BaseModel):
+    """Settings section `approvals`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float = Field(
+        default=3600.0, gt=0, le=30 * 86_400, description="A request not decided within this time expires."
+    )
+    plan_tenants: list[str] = Field(
+        default_factory=list,
+        description="Tenants whose every plan (first and re-planned) needs approval before it executes; '*' = all.",
+    )
+    tools: list[str] = Field(
+        default_factory=list, description="Tools that need approval besides those registered approval='required'."
+    )
+    expiry_sweep_s: float = Field(default=5.0, gt=0, le=3600, description="How often expired requests are closed.")
+    max_name_chars: int = Field(default=64, ge=1, le=256, description="Longest decider name kept (sanitised).")
+
+    def plan_needed(self, tenant: str) -> bool:
+        return "*" in self.plan_tenants or tenant in self.plan_tenants
+
+
+class HeldCall(BaseModel):
+    """A tool call held for approval: what it is about to do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node_id: str
+    tool: str
+    args: dict[str, JsonValue] = Field(description="Arguments with every reference resolved.")
+    input_hash: str
+
+
+class ApprovalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["plan", "tool"]
+    round: int
+    calls: list[HeldCall] = Field(default_factory=list, description="Held calls (kind `tool`).")
+    requested_at: float
+    expires_at: float
+
+
+class Decider(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: str
+    name: str
+
+
+class ApprovalDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Verdict
+    kind: Literal["plan", "tool"]
+    round: int
+    calls: dict[str, str] = Field(default_factory=dict, description="node id → input hash decided on.")
+    by: Decider | None = Field(default=None, description="None when the request expired.")
+    at: float
+    waited_s: float
+    reason: str | None = None
+    replan: bool = Field(default=False, description="After a rejection: re-plan with the reason instead of stopping.")
+
+
+class ApprovalState(BaseModel):
+    """What a run's record keeps (`RunRecord.approval`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pending: ApprovalRequest | None = None
+    decisions: list[ApprovalDecision] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, record: RunRecord) -> ApprovalState:
+        return cls() if record.approval is None else cls.model_validate(record.approval)
+
+    def plan_approved(self, round_: int) -> bool:
+        return any(d.kind == "plan" and d.round == round_ and d.verdict == "approved" for d in self.decisions)
+
+    def approved_calls(self, round_: int) -> dict[str, str]:
+        approved: dict[str, str] = {}
+        for decision in self.decisions:
+            if decision.kind == "tool" and decision.round == round_ and decision.verdict == "approved":
+                approved.update(decision.calls)
+        return approved
+
+    def refusal(self, round_: int) -> ApprovalDecision | None:
+        """The last decision of this round when it refused (rejected or expired): the driver acts on it."""
+        mine = [d for d in self.decisions if d.round == round_]
+        return mine[-1] if mine and mine[-1].verdict != "approved" else None
+
+    def with_pending(self, request: ApprovalRequest) -> dict[str, Any]:
+        return self.model_copy(update={"pending": request}).model_dump(mode="json")
+
+    def decided(self, decision: ApprovalDecision) -> dict[str, Any]:
+        decisions = [*self.decisions, decision][-MAX_DECISIONS:]
+        return ApprovalState(pending=None, decisions=decisions).model_dump(mode="json")
+
+
+@dataclass(frozen=True)
+class CallGate:
+    """The scheduler's question for each ready node: may it call its tool now?"""
+
+    required_tools: frozenset[str]
+    approved: Mapping[str, str]  # node id → the input hash a person approved
+
+    def holds(self, spec: ToolSpec, node_id: str, input_hash: str) -> bool:
+        if spec.approval != "required" and spec.name not in self.required_tools:
+            return False
+        return self.approved.get(node_id) != input_hash
+
+
+def call_gate(config: ApprovalsConfig, state: ApprovalState, round_: int) -> CallGate:
+    return CallGate(frozenset(config.tools), state.approved_calls(round_))
+
+
+def request_for(
+    config: ApprovalsConfig, kind: Literal["plan", "tool"], round_: int, calls: Iterable[HeldCall] = ()
+) -> ApprovalRequest:
+    now = time.time()
+    return ApprovalRequest(
+        kind=kind, round=round_, calls=list(calls), requested_at=now, expires_at=now + config.timeout_s
+    )
+
+
+def sanitize_name(name: str | None, max_chars: int) -> str:
+    """A decider's name as it is recorded and shown: letters, digits, space and `.@+-_` only, bounded."""
+    cleaned = " ".join(_NAME_DROP.sub(" ", name or "").split())[:max_chars].strip()
+    return cleaned or "unnamed"
+
+
+def refusal_error(decision: ApprovalDecision) -> dict[str, Any]:
+    """The run's structured error after a refusal."""
+    if decision.verdict == "expired":
+        return structured_error("the approval request expired before anyone decided", "approval_expired")
+    who = "unknown" if decision.by is None else f"{decision.by.name} ({decision.by.tenant})"
+    reason = f": {decision.reason}" if decision.reason else ""
+    return structured_error(f"{decision.kind} rejected by {who}{reason}", "approval_rejected")
+
+
+def refusal_summary(decision: ApprovalDecision) -> str:
+    """What the re-planner is told about a rejection (bounded; the reason is the operator's own text)."""
+    what = "the whole plan" if decision.kind == "plan" else "the calls of " + ", ".join(sorted(decision.calls))
+    return f"An operator rejected {what} in round {decision.round}. Reason: {decision.reason or 'none given'}"[:2000]
+
+
+class NotAwaitingApproval(ExecutorError):
+    """The run does not wait for a decision (never did, or someone decided first)."""
+
+    type = "not_awaiting_approval"
+
+
+class ApprovalExpired(ExecutorError):
+    """The request expired before this decision arrived; the run was stopped as expired."""
+
+    type = "approval_expired"
+
+
+async def decide(
+    service: RunService,
+    tenant: str,
+    run_id: str,
+    verdict: Verdict,
+    *,
+    by: Decider | None,
+    reason: str | None = None,
+    replan: bool = False,
+) -> ApprovalDecision:
+    """Record a decision on the run's pending request and hand the run to a driver in this process,
+    which acts on it. Exactly one decision wins (`NotAwaitingApproval` for the others); an approval
+    that arrives after the request expired is recorded as the expiry (`ApprovalExpired`)."""
+    record = await service.store.get_run(tenant, run_id)
+    if record is None:
+        raise RunNotFound(f"run {run_id!r} not found")
+    state = ApprovalState.of(record)
+    pending = state.pending
+    if record.status != "awaiting_approval" or pending is None:
+        raise NotAwaitingApproval(f"run {run_id!r} is not awaiting approval (it is {record.effective_status})")
+    now = time.time()
+    late = verdict != "expired" and now >= pending.expires_at
+    decision = ApprovalDecision(
+        verdict="expired" if late else verdict,
+        kind=pending.kind,
+        round=pending.round,
+        calls={call.node_id: call.input_hash for call in pending.calls},
+        by=None if late or verdict == "expired" else by,
+        at=now,
+        waited_s=round(max(now - pending.requested_at, 0.0), 3),
+        reason=None if reason is None else reason[:MAX_REASON_CHARS],
+        replan=replan and verdict == "rejected" and not late,
+    )
+    announce: Announcement = ("approval_decided", decision.model_dump(mode="json"))
+    if not await service.reopen(tenant, run_id, "awaiting_approval", announce, approval=state.decided(decision)):
+        raise NotAwaitingApproval(f"run {run_id!r} is no longer awaiting approval: someone decided first")
+    service.steering.observer.approval_decided(tenant, decision.verdict, decision.waited_s)
+    if late:
+        raise ApprovalExpired(f"the approval request of run {run_id!r} expired before this decision")
+    return decision
+
+
+async def expire_overdue(service: RunService) -> list[str]:
+    """Close every request past its expiry (the upkeep sweep); returns the run ids expired here."""
+    now = time.time()
+    expired: list[str] = []
+    for record in await service.store.awaiting_runs():
+        pending = ApprovalState.of(record).pending
+        if pending is None or pending.expires_at > now:
+            continue
+        try:
+            await decide(service, record.tenant, record.run_id, "expired", by=None)
+        except (NotAwaitingApproval, RunNotFound):
+            continue  # decided meanwhile (here or on another replica), or purged
+        expired.append(record.run_id)
+    return expired

@@ -1,0 +1,140 @@
+"""Approvals and escalations behind the gateway: request bodies, the tenant's decider, typed errors.
+
+`SteeringGateway` serves `POST /v1/runs/{id}/approve|reject` and `/v1/escalations`. Everything is
+tenant-scoped (another tenant's run is a 404 like an unknown id); the decider is the API key's
+tenant plus the caller's `name`, sanitised and bounded before it is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from executors import escalations
+from executors.approvals import ApprovalExpired, Decider, NotAwaitingApproval, sanitize_name
+from executors.escalations import NotEscalated
+from executors.runs import RunService, RunView
+from executors.steering import Steering
+from executors.stores import RunStore
+from executors.webhooks import WebhookNotifier
+from planner.plan import Plan
+from serving.auth import Principal
+from serving.errors import InvalidRequestError, NotFoundError, PlanstackError
+from serving.metrics import GatewayMetrics
+from serving.planning import PlanningGateway, run_errors
+from serving.settings import Settings
+
+
+def steering_of(settings: Settings, store: RunStore, secret: bytes, metrics: GatewayMetrics) -> Steering:
+    """People in the loop, from settings: approvals, escalations, signed webhooks; counted in /metrics."""
+    notifier = WebhookNotifier(store, settings.webhooks, secret, on_outcome=metrics.webhook_delivery)
+    return Steering(approvals=settings.approvals, escalations=settings.escalations, notifier=notifier, observer=metrics)
+
+
+class DecisionCreate(BaseModel):
+    """POST /v1/runs/{id}/approve and /reject."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("", max_length=200, description="Who decides (recorded with the API key's tenant).")
+    reason: str | None = Field(None, max_length=1000, description="Why (a rejection's reason may feed a re-plan).")
+    replan: bool = Field(False, description="Reject only: re-plan with the reason instead of stopping the run.")
+
+
+class EscalationAction(BaseModel):
+    """POST /v1/escalations/{id}/resume, /replan (with `plan`) and /close (with `note`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("", max_length=200, description="Who handles it (recorded with the API key's tenant).")
+    plan: Plan | None = Field(None, description="Re-plan: the edited plan (validated like any client plan).")
+    note: str | None = Field(None, max_length=2000, description="Close: why.")
+
+
+class NotAwaitingApprovalError(PlanstackError):
+    status = 409
+    type = "invalid_request_error"
+    code = "not_awaiting_approval"
+
+
+class ApprovalExpiredError(NotAwaitingApprovalError):
+    code = "approval_expired"
+
+
+class NotEscalatedError(PlanstackError):
+    status = 409
+    type = "invalid_request_error"
+    code = "not_escalated"
+
+
+@contextmanager
+def steering_errors(run_id: str) -> Iterator[None]:
+    with run_errors(run_id):
+        try:
+            yield
+        except ApprovalExpired as exc:
+            raise ApprovalExpiredError(exc.message) from exc
+        except NotAwaitingApproval as exc:
+            raise NotAwaitingApprovalError(exc.message) from exc
+        except NotEscalated as exc:
+            raise NotEscalatedError(exc.message) from exc
+
+
+class SteeringGateway:
+    def __init__(self, runs: RunService, planning: PlanningGateway) -> None:
+        self.runs = runs
+        self._planning = planning
+        self._max_name = runs.steering.approvals.max_name_chars
+
+    def decider(self, who: Principal, name: str) -> Decider:
+        return Decider(tenant=who.tenant, name=sanitize_name(name, self._max_name))
+
+    async def decide(
+        self, who: Principal, run_id: str, verdict: Literal["approved", "rejected"], body: DecisionCreate
+    ) -> dict[str, Any]:
+        with steering_errors(run_id):
+            decision = await self.runs.decide(
+                who.tenant, run_id, verdict, by=self.decider(who, body.name), reason=body.reason, replan=body.replan
+            )
+        return {"run_id": run_id, "decision": decision.model_dump(mode="json")}
+
+    async def queue(self, who: Principal, *, limit: int, after: str | None) -> dict[str, Any]:
+        """The tenant's open escalations, newest first, paged."""
+        with run_errors():
+            page = await self.runs.store.list_runs(who.tenant, limit=limit + 1, escalation="open", before=after)
+        items = [
+            {
+                "run_id": record.run_id,
+                "request": record.request,
+                "status": record.status,
+                "round": record.round,
+                "error": record.error,
+                "escalation": record.escalation,
+                "created_at": record.created_at,
+                "updated_at": record.updated_at,
+            }
+            for record in page[:limit]
+        ]
+        return {"object": "list", "data": items, "next_after": page[limit - 1].run_id if len(page) > limit else None}
+
+    async def reopen(
+        self, who: Principal, run_id: str, action: Literal["resume", "replan"], body: EscalationAction
+    ) -> RunView:
+        if action == "replan":
+            if body.plan is None:
+                raise InvalidRequestError("re-planning an escalation needs the edited `plan`", param="plan")
+            self._planning.check_plan(body.plan)
+        with steering_errors(run_id):
+            await escalations.reopen(self.runs, who.tenant, run_id, action, self.decider(who, body.name), body.plan)
+            view = await self.runs.get(who.tenant, run_id)
+        if view is None:  # purged meanwhile
+            raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
+        return view
+
+    async def close(self, who: Principal, run_id: str, body: EscalationAction) -> dict[str, Any]:
+        with steering_errors(run_id):
+            state = await escalations.close(self.runs, who.tenant, run_id, self.decider(who, body.name), body.note)
+        return {"run_id": run_id, "escalation": state}
