@@ -9,6 +9,7 @@ over that model's vocabulary. Other settings come from PLANSTACK_* variables as 
 
 python -m tests.reliability.sec_worker gateway HOME PORT ENGINE_URL [MODEL_DIR]
 python -m tests.reliability.sec_worker upstream PORT REPLY
+python -m tests.reliability.sec_worker probe URL INTERVAL_S   (GET URL/health until stdin closes; one latency a line)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
+import httpx
 import uvicorn
 from pydantic import BaseModel, SecretStr
 
@@ -53,5 +55,20 @@ def upstream(port: str, reply: str) -> None:
     uvicorn.run(app, host="127.0.0.1", port=int(port), log_level="warning")
 
 
+def probe(url: str, interval_s: str) -> None:
+    """Time GET /health from this process (not the test's, whose own threads hold its GIL) until
+    stdin is closed; print each latency in seconds."""
+    import select
+    import time
+
+    with httpx.Client(base_url=url, timeout=30) as client:
+        while True:
+            started = time.perf_counter()
+            client.get("/health")
+            print(f"{time.perf_counter() - started:.6f}", flush=True)
+            if select.select([sys.stdin], [], [], float(interval_s))[0]:
+                return  # stdin closed (or written to): the test is done
+
+
 if __name__ == "__main__":
-    {"gateway": gateway, "upstream": upstream}[sys.argv[1]](*sys.argv[2:6])
+    {"gateway": gateway, "upstream": upstream, "probe": probe}[sys.argv[1]](*sys.argv[2:6])
