@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from serving.engine.process import EngineProcess, port_in_use
+from serving.engine.process import EngineProcess, engine_headers, existing_engine_key, port_in_use
 from serving.engine.profiles import load_profile
 from serving.settings import load_settings
 
@@ -84,7 +84,7 @@ def run(pairs: int, warmup: int, max_tokens: int, engine_url: str, gateway_port:
     try:
         with httpx.Client(timeout=120) as client:
             targets = [
-                (f"{engine_url}/v1/chat/completions", {}, direct_times),
+                (f"{engine_url}/v1/chat/completions", engine_headers(existing_engine_key(settings)), direct_times),
                 (
                     f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
                     {"Authorization": f"Bearer {DEV_KEY}"},

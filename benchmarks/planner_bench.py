@@ -25,6 +25,8 @@ from benchmarks.planner_report import markdown
 from planner.config import PlannerConfig
 from planner.plan import Plan
 from planner.similarity import CachedEmbedder
+from serving.engine.process import existing_engine_key
+from serving.settings import load_settings
 from serving.stack import standalone_planner_llm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +113,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.merge and (RESULTS / f"{stem}.json").is_file():  # keep what an earlier (interrupted) run measured
         earlier = json.loads((RESULTS / f"{stem}.json").read_text())
         report["sets"] = earlier.get("sets", {})
-    async with standalone_planner_llm(args.engine_url, args.model, timeout_s=300) as llm:
+    key = existing_engine_key(load_settings())  # the engine's key, when it was started from this home
+    async with standalone_planner_llm(args.engine_url, args.model, timeout_s=300, api_key=key) as llm:
         for data in sets:
             others = [d for d in sets if d.name != data.name]
             entry: dict[str, Any] = report["sets"].get(data.name) or {"split": data.split, "n": len(data.scored)}

@@ -46,9 +46,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def engine_successes(engine_url: str) -> float:
+def engine_successes(engine_url: str, headers: dict[str, str]) -> float:
     """Requests the engine finished normally, over its whole life."""
-    text = httpx.get(f"{engine_url}/metrics", timeout=10).text
+    text = httpx.get(f"{engine_url}/metrics", headers=headers, timeout=10).text
     return sum(float(value) for _, value in SUCCESS_RE.findall(text))
 
 
@@ -172,14 +172,17 @@ def run_load(
     clients: int = 16,
     per_client: int = 6,
     max_tokens: int = 8,
+    engine_headers: dict[str, str] | None = None,
 ) -> LoadReport:
-    """One bounded load run (a warm-up round first); figures in the returned report."""
+    """One bounded load run (a warm-up round first); figures in the returned report. `engine_headers`
+    carry the engine's key for its /metrics."""
+    engine_headers = engine_headers or {}
     warm: list[Outcome] = []
     _client_loop(gateway_url, key, model, -1, 2, max_tokens, warm)
     gc.collect()
     process = psutil.Process()
     rss_before = process.memory_info().rss / 2**20
-    before = engine_successes(engine_url)
+    before = engine_successes(engine_url, engine_headers)
     outcomes: list[Outcome] = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -210,7 +213,7 @@ def run_load(
     stop.set()
     sampler.join(timeout=10)
     time.sleep(0.5)  # the engine's counters are updated when a request's output is finalised
-    delta = engine_successes(engine_url) - before
+    delta = engine_successes(engine_url, engine_headers) - before
     gc.collect()
     return LoadReport(
         clients=clients,
@@ -252,15 +255,22 @@ def main() -> None:
     from pydantic import SecretStr
 
     from serving.app import create_app
-    from serving.settings import EngineSettings, GatewaySettings, Settings
+    from serving.engine.process import engine_headers, existing_engine_key
+    from serving.settings import EngineSettings, GatewaySettings, Settings, load_settings
 
     parsed = urlparse(args.engine_url)
-    model = httpx.get(f"{args.engine_url}/v1/models", timeout=10).json()["data"][0]["id"]
+    engine_key = existing_engine_key(load_settings())  # the key of an engine started from this home, if any
+    headers = engine_headers(engine_key)
+    model = httpx.get(f"{args.engine_url}/v1/models", headers=headers, timeout=10).json()["data"][0]["id"]
     key = "reliability-load-key"
     settings = Settings(
         home=Path(tempfile.mkdtemp(prefix="planstack-load-")),
         api_keys=SecretStr(f"{key}=load"),
-        engine=EngineSettings(host=parsed.hostname or "127.0.0.1", port=parsed.port or 80),
+        engine=EngineSettings(
+            host=parsed.hostname or "127.0.0.1",
+            port=parsed.port or 80,
+            api_key=SecretStr(engine_key) if engine_key else None,
+        ),
         gateway=GatewaySettings(max_concurrent_upstream=args.max_concurrent_upstream),
     )
     with socket.socket() as sock:
@@ -282,6 +292,7 @@ def main() -> None:
             clients=args.clients,
             per_client=args.per_client,
             max_tokens=args.max_tokens,
+            engine_headers=headers,
         )
     finally:
         server.should_exit = True

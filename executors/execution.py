@@ -10,7 +10,8 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from executors.breaker import BreakerBoard, counts_against_tool
-from executors.conditions import check_condition
+from executors.condition_worker import ConditionEvaluator
+from executors.conditions import ConditionOutcome
 from executors.config import ExecutorConfig
 from executors.errors import CircuitOpenError, ExecutorError, ToolOutputError, ToolTimeoutError, as_tool_error
 from executors.observation import NodeResult, sha256_json, summarize_result
@@ -106,6 +107,7 @@ class NodeExecutor:
         self._sleep = sleep
         self._wall_clock = wall_clock
         self._monotonic = monotonic
+        self.conditions = ConditionEvaluator()  # success conditions: in a worker process
 
     async def execute(
         self,
@@ -156,8 +158,13 @@ class NodeExecutor:
             delay = self._retry.delay(attempts)
             await observer.node_retrying(node, round_, attempts, delay, error.structured())
             await self._sleep(delay)
+        outcome: ConditionOutcome | None = None
+        if error is None and node.success_condition is not None:  # evaluated off the event loop
+            outcome = await self.conditions.check(
+                node.success_condition, output, max_chars=self._config.max_condition_chars
+            )
         return self._result(
-            node, spec, json_args, input_hash, round_, attempts, started_at, t0, output, error, fallback_for
+            node, spec, json_args, input_hash, round_, attempts, started_at, t0, output, error, fallback_for, outcome
         )
 
     def _result(
@@ -173,6 +180,7 @@ class NodeExecutor:
         output: Any,
         error: ExecutorError | None,
         fallback_for: str | None,
+        outcome: ConditionOutcome | None,
     ) -> NodeResult:
         condition_passed: bool | None = None
         output_sha: str | None = None
@@ -181,8 +189,7 @@ class NodeExecutor:
                 output_sha = sha256_json(output)
             except (TypeError, ValueError) as exc:
                 error, output = ToolOutputError(f"{spec.name}: output is not JSON: {exc}"), None
-        if error is None and node.success_condition is not None:
-            outcome = check_condition(node.success_condition, output, max_chars=self._config.max_condition_chars)
+        if error is None and outcome is not None:
             condition_passed = outcome.passed
             error = outcome.error
         result = NodeResult.model_construct(  # trusted values: skip re-validating the output

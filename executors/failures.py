@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from executors.errors import structured_error
-from executors.observation import NodeResult, canonical_json
+from executors.observation import NodeResult, failure_summary_for_planner
 from executors.scheduler import RoundOutcome
 from executors.stores import RunRecord
 from planner.plan import Plan
@@ -19,19 +19,9 @@ def failure_list(outcome: RoundOutcome) -> list[dict[str, Any]]:
 
 
 def failure_summary(plan: Plan, outcome: RoundOutcome) -> str:
-    """What went wrong, for the planner: one line per failed or skipped node, bounded."""
-    lines = [f"Round {outcome.round} failed; nodes without output: {', '.join(outcome.lost) or 'none'}."]
-    if outcome.stop is not None:
-        lines.append(f"Stopped: {outcome.stop['error']}")
-    for result in sorted(outcome.results.values(), key=lambda r: r.node_id):
-        if result.status == "succeeded":
-            continue
-        args = ""
-        if result.args is not None:
-            text = canonical_json(result.args)
-            args = " args=" + (text if len(text) <= 160 else text[:159] + "…")
-        lines.append(f"- {result.node_id} {result.tool}: {result.summary}{args}")
-    return "\n".join(lines)[:2000]
+    """What went wrong, for the re-planner: typed lines only (executors/observation.py), never a
+    tool's message or a value resolved from an output."""
+    return failure_summary_for_planner(plan, outcome.round, outcome.lost, outcome.stop, outcome.results)
 
 
 def failure_signature(result: NodeResult) -> tuple[str, str, str]:

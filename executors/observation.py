@@ -1,18 +1,29 @@
-"""What a node execution leaves behind: a `NodeResult` with its metadata, and a short summary.
+"""What a node execution leaves behind: a `NodeResult` with its metadata, and two short descriptions.
 
 The result records the tool and its version, status, attempts, timestamps, duration, the SHA-256 of
 the resolved arguments (input hash) and of the output, the success condition and its outcome, and a
-structured error. The summary is what the planner sees when it re-plans: the output's shape (keys,
-list sizes) and a few scalar fields, bounded in length; never the raw output beyond a small excerpt.
+structured error.
+
+- `summary` (`summarize_result`) is for people: events, the CLI's progress. It shows the output's
+  shape and a few scalar fields (short excerpts).
+- What the re-planner sees (`observation_for_planner`, `failure_summary_for_planner`) is typed and
+  bounded: status, error type, whether it is retryable, the output's field names, JSON types and
+  counts, and the failed nodes' arguments as the plan wrote them (types and references). Never a
+  value or a message from a tool: a tool's output is data from outside (a web page, a document) and
+  text in it must not become an instruction to the planner.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from planner.plan import Plan, parse_reference
 
 NodeStatus = Literal["succeeded", "failed", "skipped"]
 
@@ -124,3 +135,90 @@ def _scalar(value: Any) -> str:
 
 def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+# ---- what the re-planner sees: types and counts, never a tool's text ------------------------------
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")  # a field name shown as such; others are only counted
+_MAX_FIELDS = 12
+_MAX_DEPTH = 2
+
+
+def observation_for_planner(result: NodeResult, *, max_chars: int = 400) -> str:
+    """One typed line about a node for the re-planner: status, error type, output shape."""
+    if result.status == "succeeded":
+        prefix = "reused; " if result.reused_from else ""
+        return _truncate(f"{prefix}succeeded; output {describe_shape(result.output)}", max_chars)
+    error = result.error or {}
+    kind = str(error.get("type", "error"))
+    kind = kind if _NAME.match(kind) else "error"
+    retry = "retryable" if error.get("retryable") is True else "not retryable"
+    return f"{result.status} ({kind}, {retry})"
+
+
+def describe_shape(value: Any, depth: int = 0) -> str:
+    """The JSON type of a value; objects with their field names, lists with their length and the
+    shape of their first item, to depth 2. No value is shown."""
+    if isinstance(value, dict):
+        if depth >= _MAX_DEPTH:
+            return f"object({len(value)} fields)"
+        named = [key for key in value if isinstance(key, str) and _NAME.match(key)][:_MAX_FIELDS]
+        parts = [f"{key}: {describe_shape(value[key], depth + 1)}" for key in named]
+        if len(value) > len(named):
+            parts.append(f"+{len(value) - len(named)} more fields")
+        return "object{" + ", ".join(parts) + "}"
+    if isinstance(value, list):
+        return f"list[{len(value)}]" + (f" of {describe_shape(value[0], depth + 1)}" if value else "")
+    return _json_type(value)
+
+
+def failure_summary_for_planner(
+    plan: Plan,
+    round_: int,
+    lost: Sequence[str],
+    stop: Mapping[str, Any] | None,
+    results: Mapping[str, NodeResult],
+    *,
+    max_chars: int = 2000,
+) -> str:
+    """What went wrong in a round, for the re-planner: one typed line per failed or skipped node, with
+    its arguments as the plan wrote them (literal types, `$nK.field` references), never the resolved
+    values (those can come from a tool's output)."""
+    nodes = {node.id: node for node in plan.nodes}
+    lines = [f"Round {round_} failed; nodes without output: {', '.join(n for n in lost if n in nodes) or 'none'}."]
+    if stop is not None:
+        kind = str(stop.get("type", "stopped"))
+        lines.append(f"Stopped: {kind if _NAME.match(kind) else 'stopped'}.")
+    for node_id, result in sorted(results.items()):
+        node = nodes.get(node_id)
+        if result.status == "succeeded" or node is None:
+            continue
+        args = ", ".join(f"{name}={_planned_arg(value)}" for name, value in node.args.items())
+        lines.append(f"- {node.id} {node.tool}: {observation_for_planner(result)}; args: {args or 'none'}")
+    return _truncate("\n".join(lines), max_chars)
+
+
+def _planned_arg(value: Any) -> str:
+    if parse_reference(value) is not None:
+        return str(value)
+    if isinstance(value, list):
+        shown = ", ".join(_planned_arg(item) for item in value[:6])
+        return f"[{shown}{', …' if len(value) > 6 else ''}]"
+    return _json_type(value)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "list"
+    return "value"

@@ -42,7 +42,7 @@ from executors.context import set_run_tenant
 from executors.errors import RunNotFound, structured_error
 from executors.failures import failure_list, failure_summary, stop_reason
 from executors.leases import LeaseKeeper, default_replica_id
-from executors.observation import NodeResult
+from executors.observation import NodeResult, observation_for_planner
 from executors.quotas import PlanTooLarge, check_plan_size, tenant_quota
 from executors.run_observer import RunObserver
 from executors.scheduler import DagScheduler, ReuseKey, reuse_key
@@ -399,7 +399,7 @@ class RunService:
             consent = ApprovalState.of(record)
             refusal = consent.refusal(record.round)
             if refusal is not None:  # a person said no: stop, or re-plan with their reason
-                completed = {nid: r.summary for nid, r in sorted(done.items()) if r.status == "succeeded"}
+                completed = {n: observation_for_planner(r) for n, r in sorted(done.items()) if r.status == "succeeded"}
                 if refusal.replan and self.replanner is not None and record.replans < self.config.max_replans:
                     next_record = await self._replan(live, record, approvals.refusal_summary(refusal), completed, [])
                     if next_record is None:
@@ -435,8 +435,10 @@ class RunService:
                 return
             if self.replanner is None:  # unreachable: stop_reason stops runs without a replanner
                 return
+            # the re-planner sees typed summaries only (executors/observation.py), never a tool's text
             summary = failure_summary(record.plan, outcome)
-            completed = {nid: r.summary for nid, r in sorted(outcome.results.items()) if r.status == "succeeded"}
+            results = sorted(outcome.results.items())
+            completed = {n: observation_for_planner(r) for n, r in results if r.status == "succeeded"}
             next_record = await self._replan(live, record, summary, completed, failures)
             if next_record is None:
                 return

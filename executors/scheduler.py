@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from executors.approvals import CallGate, HeldCall
 from executors.breaker import BreakerBoard
-from executors.conditions import check_condition
 from executors.config import ExecutorConfig
 from executors.errors import ExecutorError, RunTimeout, StepCapReached, ToolExecutionError, UpstreamFailed
 from executors.execution import (
@@ -327,7 +326,7 @@ class _RoundRunner:
         input_hash = sha256_json(json_args)
         previous = self.reusable.get((spec.name, spec.version, input_hash))
         if previous is not None:
-            await self._settle(self._reused(node, previous, fallback_for))
+            await self._settle(await self._reused(node, previous, fallback_for))
             return
         if self.gate is not None and self.gate.holds(spec, node.id, input_hash):
             self.status[node.id] = "held"
@@ -385,11 +384,11 @@ class _RoundRunner:
         result.summary = summarize_result(result, max_chars=self.scheduler.config.summary_chars)
         return result
 
-    def _reused(self, node: PlanNode, previous: NodeResult, fallback_for: str | None) -> NodeResult:
+    async def _reused(self, node: PlanNode, previous: NodeResult, fallback_for: str | None) -> NodeResult:
         error: dict[str, Any] | None = None
         passed: bool | None = None
         if node.success_condition is not None:
-            outcome = check_condition(
+            outcome = await self.executor.conditions.check(
                 node.success_condition, previous.output, max_chars=self.scheduler.config.max_condition_chars
             )
             passed = outcome.passed

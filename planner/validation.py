@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from executors.conditions import condition_problem
 from planner.catalog import ToolCatalog
 from planner.issues import Issue
 from planner.plan import REFERENCE_RE, Plan
@@ -160,6 +161,8 @@ class PlanValidator:
                     issues.append(Issue("unknown_dependency", f"depends_on names unknown node {dep}", node.id))
             if node.fallback is not None and (node.fallback not in known or node.fallback == node.id):
                 issues.append(Issue("bad_fallback", f"fallback {node.fallback} is not another node", node.id))
+            if node.success_condition is not None and (problem := condition_problem(node.success_condition)):
+                issues.append(Issue("bad_condition", problem, node.id, "success_condition"))
         if not issues:
             cycle = find_cycle(plan)
             if cycle:

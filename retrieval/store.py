@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import re
 import shutil
 import threading
@@ -34,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from retrieval.atomic import atomic_write, sha256_hex
+from retrieval.atomic import atomic_write, private_folder, sha256_hex
 from retrieval.collection import Collection, ConcreteIndexType, HnswParams
 from retrieval.config import IndexType, RetrievalConfig
 from retrieval.errors import (
@@ -248,7 +249,7 @@ class IndexStore:
     def save(self, collection: Collection) -> Manifest:
         ref = self.ref(collection.name, collection.tenant)
         folder = self.path(ref)
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder, self.root)  # 0700 from the root down: other users cannot list or read indexes
         with self._lock, _folder_lock(folder):  # one writer at a time, across processes too
             previous = self._previous_generation(ref)
             generation = previous + 1
@@ -356,7 +357,7 @@ class IndexStore:
 
 @contextlib.contextmanager
 def _folder_lock(folder: Path) -> Iterator[None]:
-    with open(folder / LOCK_FILE, "a+b") as handle:
+    with os.fdopen(os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "r+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -116,7 +116,7 @@ def init_app_state(state: State, stack: Stack) -> Services:
     settings = stack.settings
     state.services = Services(
         settings=settings,
-        auth=ApiKeyAuth.from_spec(settings.api_keys.get_secret_value() if settings.api_keys else None),
+        auth=ApiKeyAuth.from_settings(settings),
         salter=stack.salter,
         metrics=stack.metrics,
         engine=stack.engine,

@@ -2,17 +2,21 @@
 
 Keys come from `PLANSTACK_API_KEYS="key1=tenantA,key2=tenantB"`. With none configured, a single
 development key (`planstack-dev-key` → tenant `dev`) is accepted and every start logs a warning: it
-exists so that `make serve` works out of the box, and must be replaced before real use.
+exists so that `make serve` works out of the box on 127.0.0.1. The key is published, so a gateway
+bound to any other address refuses to start without real keys (`ApiKeyAuth.from_settings`).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import re
+import socket
 from dataclasses import dataclass
 
 from serving.errors import AuthenticationError, ConfigError
+from serving.settings import Settings
 
 logger = logging.getLogger("planstack.auth")
 
@@ -33,6 +37,20 @@ class ApiKeyAuth:
     def __init__(self, keys: dict[str, str], *, dev_mode: bool) -> None:
         self._keys = keys
         self.dev_mode = dev_mode
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ApiKeyAuth:
+        """The gateway's keys; ConfigError when only the published development key would guard a
+        gateway bound to a non-loopback address."""
+        spec = settings.api_keys.get_secret_value() if settings.api_keys is not None else None
+        host = settings.gateway.host
+        if (not spec or not spec.strip()) and not is_loopback(host):
+            raise ConfigError(
+                f"refusing to serve on {host!r} with only the published development key {DEV_KEY!r}",
+                hint="set PLANSTACK_API_KEYS='<key>=<tenant>,...' (keys of at least 8 characters), "
+                "or bind to 127.0.0.1 (PLANSTACK_GATEWAY__HOST=127.0.0.1)",
+            )
+        return cls.from_spec(spec)
 
     @classmethod
     def from_spec(cls, spec: str | None) -> ApiKeyAuth:
@@ -71,3 +89,20 @@ class ApiKeyAuth:
             if hmac.compare_digest(key.encode(), token.encode()):
                 return Principal(tenant=tenant, dev_key=self.dev_mode)
         raise AuthenticationError("invalid API key")
+
+
+def is_loopback(host: str) -> bool:
+    """True when every address `host` names is a loopback one (`localhost`, 127.0.0.0/8, ::1).
+    An unspecified address (0.0.0.0, ::, "") binds every interface, so it is not loopback."""
+    name = host.strip().strip("[]")
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except (OSError, UnicodeError):
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)

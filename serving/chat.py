@@ -27,6 +27,7 @@ from serving.errors import (
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.protocol import ChatCompletionRequest, CompletionRequest
+from serving.redaction import for_log
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
 from serving.toolcalls import DecodedTurn, ToolCallService
@@ -90,7 +91,7 @@ class ChatService:
                     "response_format.json_schema is required when type is json_schema",
                     param="response_format.json_schema",
                 )
-            await self._guard.check(fmt.json_schema.schema_)
+            await self._guard.check(fmt.json_schema.schema_, tenant=principal.tenant)
         salt = self._salter.salt(principal.tenant, session)
         body = request.engine_body(model=self.engine_model, cache_salt=salt)
         for key in _TOOL_FIELDS:  # never an engine-side tool parser: the gateway decodes tool calls
@@ -138,7 +139,7 @@ class ChatService:
                 param="cache_salt",
             )
         if extras:
-            logger.info("ignoring unknown request fields: %s", ", ".join(repr(name[:64]) for name in extras[:20]))
+            logger.info("ignoring unknown request fields: %s", ", ".join(for_log(name) for name in extras[:20]))
 
     def _check_tokens(self, tokens: int | None) -> None:
         limit = self._settings.gateway.max_tokens_limit

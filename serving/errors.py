@@ -2,7 +2,7 @@
 
 Every error the gateway answers with has the OpenAI shape
 `{"error": {"message", "type", "param", "code"}}` and the matching HTTP status; nothing else (no
-stack trace, no framework default page) ever reaches a client.
+stack trace, no framework default page, no server file path) ever reaches a client.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from planner.errors import PlanstackBaseError
 from planner.llm import LLMBusy, LLMError, LLMTimeout, LLMUnavailable
+from serving.redaction import redact_paths
 
 logger = logging.getLogger("planstack.errors")
 
@@ -44,7 +45,8 @@ class PlanstackError(PlanstackBaseError):
 
     def body(self) -> dict[str, Any]:
         message = self.message if self.hint is None else f"{self.message} ({self.hint})"
-        return {"error": {"message": message, "type": self.type, "param": self.param, "code": self.code}}
+        error = {"message": redact_paths(message), "type": self.type, "param": self.param, "code": self.code}
+        return {"error": error}
 
     def headers(self) -> dict[str, str]:
         return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
@@ -106,6 +108,15 @@ class StoreUnavailableError(PlanstackError):
     status = 503
     type = "service_unavailable"
     code = "run_store_unavailable"
+    retryable = True
+
+
+class SchemaCheckUnavailableError(PlanstackError):
+    """The schema compile check could not run (its worker died and is being restarted)."""
+
+    status = 503
+    type = "service_unavailable"
+    code = "schema_check_unavailable"
     retryable = True
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 import re
 import secrets
 from pathlib import Path
 
-from serving.errors import InvalidRequestError
-from serving.settings import IsolationScope
+from serving.errors import ConfigError, InvalidRequestError
+from serving.private_files import load_or_create_private
+from serving.settings import IsolationScope, Settings
 
 logger = logging.getLogger("planstack.isolation")
 
@@ -31,17 +31,26 @@ SESSION_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
 def load_or_create_secret(path: Path) -> bytes:
-    """The server secret in `path` (mode 0600), created once with 32 random bytes."""
+    """The server secret in `path` (32 random bytes, hex), created once, atomically, with mode 0600.
+    An existing file open to group/others, empty, or not hex is refused (ConfigError with the fix)."""
+    text = load_or_create_private(path, lambda: secrets.token_hex(32), "cache-salt secret")
     try:
-        return bytes.fromhex(path.read_text().strip())
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_bytes(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(value.hex())
+        value = bytes.fromhex(text)
+    except ValueError:
+        value = b""
+    if len(value) < 16:
+        raise ConfigError(
+            f"the cache-salt secret {path} is not at least 16 bytes of hex",
+            hint=f"delete it and a new one is created at the next start (rm {path}), or set PLANSTACK_SECRET",
+        )
     return value
+
+
+def server_secret(settings: Settings) -> bytes:
+    """`PLANSTACK_SECRET`, else the secret file in the home folder."""
+    if settings.secret is not None:
+        return settings.secret.get_secret_value().encode()
+    return load_or_create_secret(settings.home / "secret")
 
 
 class CacheSalter:

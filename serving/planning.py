@@ -49,6 +49,7 @@ from serving.followers import FollowerSlot, FollowerSlots
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.protocol import ChatCompletionRequest
+from serving.redaction import describe_store_failure
 
 PLANNER_MODEL = "planner"
 RunListStatus = Literal["running", "succeeded", "failed", "interrupted", "awaiting_approval", "escalated"]
@@ -102,8 +103,9 @@ class RunCreate(BaseModel):
 
 
 def store_unavailable(exc: RunStoreError) -> StoreUnavailableError:
-    """A run-store failure as the gateway's 503 (the store's path and internals stay in the log)."""
-    return StoreUnavailableError(f"the run store is unavailable: {exc.message}", retry_after_s=5)
+    """A run-store failure as the gateway's 503: a typed phrase, never SQLite's own message or the
+    store's path (both stay in the log)."""
+    return StoreUnavailableError(f"the run store is unavailable: {describe_store_failure(exc)}", retry_after_s=5)
 
 
 @contextmanager

@@ -10,6 +10,12 @@ dozen of those killed the engine. So before a client schema reaches the engine t
    time budget well below the engine's own timeout; a schema over budget is a 400, and the worker is
    killed and replaced, so a runaway compile costs nothing beyond its budget;
 3. remembers verdicts by schema hash, so a repeated schema (good or bad) costs nothing.
+
+The worker can die (killed, out of memory): the request whose compile it was running gets a 503
+`schema_check_unavailable` (retryable, never cached as a verdict), and the next check starts a
+fresh worker. Compiles run one at a time; at most `max_waiting` requests wait for one (at most
+`max_waiting_per_tenant` of one tenant), the rest get a 429 with Retry-After at once. A cached
+verdict never waits.
 """
 
 from __future__ import annotations
@@ -18,15 +24,17 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import multiprocessing
+import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from serving.errors import InvalidRequestError, SchemaTooComplexError
+from serving.errors import InvalidRequestError, RateLimitError, SchemaCheckUnavailableError, SchemaTooComplexError
 from serving.metrics import GatewayMetrics
 from serving.settings import SchemaGuardSettings, StructuredBackend
 
@@ -82,6 +90,7 @@ def _worker_main(conn: Connection, model_dir: str, backend: str) -> None:  # pra
     """Load the vocabulary once, then compile schemas sent over `conn` until told to stop."""
     import os
 
+    os.nice(10)  # background work: the gateway's event loop keeps the CPU when both want it
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoTokenizer
 
@@ -118,13 +127,20 @@ def _worker_main(conn: Connection, model_dir: str, backend: str) -> None:  # pra
 
 
 class CompileWorker:
-    """A killable child process that compiles schemas like the engine's backend does."""
+    """A killable child process that compiles schemas like the engine's backend does. One compile at
+    a time (a thread lock: a caller that gave up cannot interleave with the next one on the pipe); a
+    dead worker is replaced on the next call."""
 
     def __init__(self, model_dir: Path, backend: StructuredBackend) -> None:
         self._model_dir = model_dir
         self._backend = backend
         self._proc: BaseProcess | None = None
         self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
 
     def _start(self) -> Connection:
         context = multiprocessing.get_context("spawn")
@@ -135,27 +151,43 @@ class CompileWorker:
         )  # fmt: skip
         proc.start()
         child.close()
-        if not parent.poll(WORKER_START_TIMEOUT_S):
-            proc.kill()
-            raise RuntimeError("the schema compile worker did not start")
-        status, _, message = parent.recv()
+        try:
+            ready = parent.poll(WORKER_START_TIMEOUT_S)
+            status, _, message = parent.recv() if ready else ("timeout", 0.0, "")
+        except (EOFError, OSError):
+            status, message = "died", "it exited during start-up"
         if status != "ready":
-            raise RuntimeError(f"the schema compile worker failed to start: {message}")
+            proc.kill()
+            proc.join(timeout=5)
+            parent.close()
+            raise RuntimeError(f"the schema compile worker failed to start: {status} {message}".strip())
         self._proc, self._conn = proc, parent
         return parent
 
     def compile(self, text: str, timeout_s: float) -> tuple[str, float, str]:
-        """("ok" | "error" | "timeout", seconds, message). Blocking: call it from a thread."""
-        conn = self._conn or self._start()
-        started = time.perf_counter()
-        conn.send(text)
-        if conn.poll(timeout_s):
-            status, seconds, message = conn.recv()
-            return status, seconds, message
-        self.close()  # the compile is still running: kill it rather than let it eat the CPU
-        return "timeout", time.perf_counter() - started, ""
+        """("ok" | "error" | "timeout" | "crashed", seconds, message). Blocking: call it from a thread."""
+        with self._lock:
+            started = time.perf_counter()
+            if self._proc is not None and not self._proc.is_alive():
+                logger.warning("the schema compile worker (pid %s) had died; starting a new one", self._proc.pid)
+                self._reset()
+            try:
+                conn = self._conn or self._start()
+            except RuntimeError as exc:
+                return "crashed", time.perf_counter() - started, str(exc)
+            try:
+                conn.send(text)
+                if conn.poll(timeout_s):
+                    status, seconds, message = conn.recv()
+                    return status, seconds, message
+            except (EOFError, OSError) as exc:  # the worker died under this compile
+                logger.warning("the schema compile worker died during a compile (%s)", type(exc).__name__)
+                self._reset()
+                return "crashed", time.perf_counter() - started, "the compile worker stopped"
+            self._reset()  # the compile is still running: kill it rather than let it eat the CPU
+            return "timeout", time.perf_counter() - started, ""
 
-    def close(self) -> None:
+    def _reset(self) -> None:
         if self._proc is not None:
             self._proc.kill()
             self._proc.join(timeout=5)
@@ -163,9 +195,14 @@ class CompileWorker:
             self._conn.close()
         self._proc, self._conn = None, None
 
+    def close(self) -> None:
+        with self._lock:
+            self._reset()
+
 
 class SchemaGuard:
-    """Static limits + (for outlines) a time-boxed compile, with verdicts cached by schema hash."""
+    """Static limits + (for outlines/xgrammar) a time-boxed compile, with verdicts cached by schema
+    hash and a bounded queue in front of the compile worker."""
 
     def __init__(
         self,
@@ -179,14 +216,27 @@ class SchemaGuard:
         self._metrics = metrics
         self._worker = worker if settings.compile_check and backend in ("outlines", "xgrammar") else None
         self._verdicts: OrderedDict[str, str | None] = OrderedDict()  # hash → None (ok) or error message
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # one compile at a time: this machine has few cores
+        self._waiting = 0
+        self._waiting_by_tenant: Counter[str] = Counter()
+
+    @property
+    def worker_pid(self) -> int | None:
+        return None if self._worker is None else self._worker.pid
 
     def _remember(self, key: str, verdict: str | None) -> None:
         self._verdicts[key] = verdict
         while len(self._verdicts) > self._settings.cache_size:
             self._verdicts.popitem(last=False)
 
-    async def check(self, schema: dict[str, Any]) -> None:
+    def _cached(self, key: str) -> tuple[bool, str | None]:
+        if key not in self._verdicts:
+            return False, None
+        self._verdicts.move_to_end(key)
+        self._metrics.schema_checks.labels("cached").inc()
+        return True, self._verdicts[key]
+
+    async def check(self, schema: dict[str, Any], *, tenant: str | None = None) -> None:
         if not self._settings.enabled:
             return
         text = check_static_limits(schema, self._settings)
@@ -194,29 +244,57 @@ class SchemaGuard:
             self._metrics.schema_checks.labels("static_ok").inc()
             return
         key = hashlib.sha256(text.encode()).hexdigest()
-        async with self._lock:  # one compile at a time: this machine has few cores
-            if key in self._verdicts:
-                self._verdicts.move_to_end(key)
-                verdict = self._verdicts[key]
-                self._metrics.schema_checks.labels("cached").inc()
-            else:
-                budget = self._settings.compile_timeout_s
-                status, seconds, message = await asyncio.to_thread(self._worker.compile, text, budget)
-                self._metrics.schema_checks.labels(status).inc()
-                if status == "ok":
-                    verdict = None
-                elif status == "timeout":
-                    verdict = (
-                        f"the schema could not be compiled by the {self._backend} backend within "
-                        f"{budget:g} s; simplify it (fewer alternatives, no bounded string lengths, "
-                        "fewer optional fields)"
-                    )
-                else:
-                    verdict = f"the schema is not supported by the {self._backend} backend: {message}"
-                logger.info("schema %s… compile check: %s in %.2f s", key[:12], status, seconds)
-                self._remember(key, verdict)
+        found, verdict = self._cached(key)
+        if not found:
+            verdict = await self._queued_compile(key, text, tenant or "")
         if verdict is not None:
             raise SchemaTooComplexError(verdict, param="response_format.json_schema.schema")
+
+    async def _queued_compile(self, key: str, text: str, tenant: str) -> str | None:
+        settings = self._settings
+        if self._waiting >= settings.max_waiting or self._waiting_by_tenant[tenant] >= settings.max_waiting_per_tenant:
+            self._metrics.schema_checks.labels("busy").inc()
+            raise RateLimitError(
+                "too many new response_format schemas are waiting for their compile check; retry shortly",
+                retry_after_s=max(1, math.ceil(settings.compile_timeout_s)),
+            )
+        self._waiting += 1
+        self._waiting_by_tenant[tenant] += 1
+        try:
+            async with self._lock:
+                found, verdict = self._cached(key)  # compiled while this request waited
+                if found:
+                    return verdict
+                return await self._compile(key, text)
+        finally:
+            self._waiting -= 1
+            self._waiting_by_tenant[tenant] -= 1
+            if self._waiting_by_tenant[tenant] <= 0:
+                del self._waiting_by_tenant[tenant]
+
+    async def _compile(self, key: str, text: str) -> str | None:
+        assert self._worker is not None
+        budget = self._settings.compile_timeout_s
+        status, seconds, message = await asyncio.to_thread(self._worker.compile, text, budget)
+        self._metrics.schema_checks.labels(status).inc()
+        logger.info("schema %s… compile check: %s in %.2f s", key[:12], status, seconds)
+        if status == "crashed":  # not the schema's verdict: nothing is cached
+            raise SchemaCheckUnavailableError(
+                "the schema compile check is unavailable (its worker stopped and is being restarted); retry",
+                retry_after_s=1,
+            )
+        if status == "ok":
+            verdict = None
+        elif status == "timeout":
+            verdict = (
+                f"the schema could not be compiled by the {self._backend} backend within "
+                f"{budget:g} s; simplify it (fewer alternatives, no bounded string lengths, "
+                "fewer optional fields)"
+            )
+        else:
+            verdict = f"the schema is not supported by the {self._backend} backend: {message}"
+        self._remember(key, verdict)
+        return verdict
 
     def close(self) -> None:
         if self._worker is not None:

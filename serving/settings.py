@@ -69,6 +69,11 @@ class EngineSettings(_Section):
     extra_args: list[str] = Field(
         default_factory=list, description="Extra command-line flags appended to the vLLM server command."
     )
+    api_key: SecretStr | None = Field(
+        None,
+        description="Key the engine requires on every route but /health, known only to the gateway "
+        "(env PLANSTACK_ENGINE__API_KEY). Unset: a random one is created once in <home>/engine-key (mode 0600).",
+    )
     affinity_header: str = Field(
         "X-Session-ID",
         pattern=r"^([A-Za-z0-9][A-Za-z0-9-]{0,63})?$",
@@ -151,6 +156,12 @@ class SchemaGuardSettings(_Section):
     max_depth: int = Field(12, gt=0, description="Deepest nesting of a client schema.")
     max_nodes: int = Field(2_000, gt=0, description="Most sub-schemas (objects, arrays, branches) in one schema.")
     cache_size: int = Field(512, ge=0, description="Pre-check verdicts remembered, keyed by schema hash.")
+    max_waiting: int = Field(
+        16, gt=0, description="Requests waiting for (or in) a compile check at once; past it 429 + Retry-After."
+    )
+    max_waiting_per_tenant: int = Field(
+        4, gt=0, description="Of those, at most this many from one tenant (one tenant cannot take the queue)."
+    )
 
 
 class ToolCallSettings(_Section):

@@ -30,10 +30,11 @@ from planner.similarity import CachedEmbedder, TextEmbedder
 from retrieval.knowledge import KnowledgeBase
 from serving.backpressure import UpstreamSlots
 from serving.embeddings import EmbeddingService
+from serving.engine.process import engine_api_key
 from serving.engine.profiles import load_profile
 from serving.engine_llm import EnginePlannerLLM
 from serving.errors import EngineUnavailableError
-from serving.isolation import CacheSalter, load_or_create_secret
+from serving.isolation import CacheSalter, server_secret
 from serving.metrics import GatewayMetrics
 from serving.planning import TenantReplanner
 from serving.routing import EngineRouting
@@ -153,6 +154,7 @@ def build_engine_client(settings: Settings, metrics: GatewayMetrics | None = Non
         connect_timeout_s=settings.engine.connect_timeout_s,
         slots=UpstreamSlots(gateway.max_concurrent_upstream, gateway.max_concurrent_upstream_per_tenant, metrics),
         metrics=metrics,
+        api_key=engine_api_key(settings),
         routing=EngineRouting.from_settings(settings.engine),
     )
 
@@ -172,15 +174,22 @@ def build_planner(
 
 @contextlib.asynccontextmanager
 async def standalone_planner_llm(
-    engine_url: str, model: str, *, timeout_s: float, connect_timeout_s: float = 3.0, max_in_flight: int = 64
+    engine_url: str,
+    model: str,
+    *,
+    timeout_s: float,
+    connect_timeout_s: float = 3.0,
+    max_in_flight: int = 64,
+    api_key: str | None = None,
 ) -> AsyncIterator[EnginePlannerLLM]:
     """The planner's engine client for an engine URL outside any gateway (benchmarks): the same
-    classes as the stack's, closed on exit."""
+    classes as the stack's, closed on exit. `api_key`: the engine's key (`existing_engine_key`)."""
     engine = EngineClient(
         engine_url,
         timeout_s=timeout_s,
         connect_timeout_s=connect_timeout_s,
         slots=UpstreamSlots(max_in_flight, max_in_flight),
+        api_key=api_key,
     )
     try:
         yield EnginePlannerLLM(engine, model)
@@ -198,13 +207,6 @@ async def run_store_for(settings: Settings, *, url: str | None = None) -> AsyncI
         yield store
     finally:
         await store.aclose()
-
-
-def server_secret(settings: Settings) -> bytes:
-    """The cache-salt HMAC secret: PLANSTACK_SECRET, else the one kept in <home>/secret."""
-    if settings.secret is not None:
-        return settings.secret.get_secret_value().encode()
-    return load_or_create_secret(settings.home / "secret")
 
 
 def open_knowledge_base(settings: Settings) -> KnowledgeBase:

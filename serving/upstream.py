@@ -49,9 +49,11 @@ class EngineClient:
         connect_timeout_s: float,
         slots: UpstreamSlots,
         metrics: GatewayMetrics | None = None,
+        api_key: str | None = None,
         routing: EngineRouting = DIRECT,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # the engine's key
         self._routing = routing
         self.slots = slots
         self._timeout_s = timeout_s
@@ -69,6 +71,7 @@ class EngineClient:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._max_connections),
                 timeout=aiohttp.ClientTimeout(total=self._timeout_s, sock_connect=self._connect_timeout_s),
+                headers=self._headers,
             )
         return self._session
 

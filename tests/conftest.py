@@ -4,6 +4,10 @@
   embedded default model, started once per test session by the same `EngineProcess` that
   `planstack serve` uses, and stopped (with a check that nothing is left behind) at the end. Set
   `PLANSTACK_TEST_ENGINE_URL=http://127.0.0.1:8001` to use an engine that is already running.
+- `engine_key` (session): the key that engine requires (`engine_headers` for direct requests;
+  gateways get it through their settings). An engine this session starts gets a fresh key; for
+  `PLANSTACK_TEST_ENGINE_URL` it is `PLANSTACK_TEST_ENGINE_KEY`, else the home's engine-key file if
+  there is one (an engine started without a key ignores it).
 - `gateway_factory`: real gateways (uvicorn on loopback ports) in front of that engine.
 - `fake_gateway`: a real gateway in front of the FAKE upstream in tests/fakes (marker fake_upstream).
 - `postgres_server` / `postgres_url` (tests/postgres.py): a REAL PostgreSQL started for the session.
@@ -12,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +29,9 @@ from pydantic import SecretStr
 
 from serving.app import create_app
 from serving.engine.model_prep import prepare_model
-from serving.engine.process import EngineProcess, pid_alive, port_in_use
+from serving.engine.process import ENGINE_KEY_FILE, EngineProcess, pid_alive, port_in_use
 from serving.engine.profiles import load_profile
+from serving.private_files import read_private_file
 from serving.settings import EngineSettings, Settings, load_settings
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream, free_port
 
@@ -50,7 +56,21 @@ def prepared_model_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def engine_url(prepared_model_dir: Path) -> Iterator[str]:
+def engine_key() -> str | None:
+    if os.environ.get("PLANSTACK_TEST_ENGINE_URL"):
+        given = os.environ.get("PLANSTACK_TEST_ENGINE_KEY")
+        return given or read_private_file(load_settings().home / ENGINE_KEY_FILE, "engine API key")
+    return secrets.token_urlsafe(24)
+
+
+@pytest.fixture(scope="session")
+def engine_headers(engine_key: str | None) -> dict[str, str]:
+    """Headers of a request sent straight to the test engine (not through a gateway)."""
+    return {"Authorization": f"Bearer {engine_key}"} if engine_key else {}
+
+
+@pytest.fixture(scope="session")
+def engine_url(prepared_model_dir: Path, engine_key: str | None) -> Iterator[str]:
     external = os.environ.get("PLANSTACK_TEST_ENGINE_URL")
     if external:
         assert httpx.get(f"{external}/health", timeout=5).status_code == 200, f"no engine at {external}"
@@ -58,6 +78,7 @@ def engine_url(prepared_model_dir: Path) -> Iterator[str]:
         return
     settings = load_settings()
     settings.engine.port = free_port()
+    settings.engine.api_key = SecretStr(engine_key) if engine_key else None
     engine = EngineProcess(settings, load_profile(settings.engine.profile), prepared_model_dir)
     engine.start()
     pid = engine._proc.pid if engine._proc is not None else -1
@@ -71,9 +92,14 @@ def engine_url(prepared_model_dir: Path) -> Iterator[str]:
     assert not port_in_use(settings.engine.host, settings.engine.port), "the engine port is still open"
 
 
-def gateway_settings(home: Path, engine_base_url: str, **overrides: Any) -> Settings:
+def gateway_settings(home: Path, engine_base_url: str, engine_key: str | None = None, **overrides: Any) -> Settings:
     parsed = urlparse(engine_base_url)
-    engine = EngineSettings(host=parsed.hostname or "127.0.0.1", port=parsed.port or 80, request_timeout_s=120)
+    engine = EngineSettings(
+        host=parsed.hostname or "127.0.0.1",
+        port=parsed.port or 80,
+        request_timeout_s=120,
+        api_key=SecretStr(engine_key) if engine_key else None,
+    )
     values: dict[str, Any] = {"home": home, "api_keys": SecretStr(API_KEYS), "engine": engine}
     values.update(overrides)
     return Settings(**values)
@@ -91,12 +117,12 @@ class RunningGateway:
 
 @pytest.fixture
 def gateway_factory(
-    engine_url: str, engine_model: str, prepared_model_dir: Path, tmp_path: Path
+    engine_url: str, engine_key: str | None, engine_model: str, prepared_model_dir: Path, tmp_path: Path
 ) -> Iterator[Callable[..., RunningGateway]]:
     servers: list[ServerThread] = []
 
     def make(**overrides: Any) -> RunningGateway:
-        settings = gateway_settings(tmp_path, engine_url, **overrides)
+        settings = gateway_settings(tmp_path, engine_url, engine_key, **overrides)
         app = create_app(settings, engine_model=engine_model, model_dir=prepared_model_dir)
         server = ServerThread(app).start()
         servers.append(server)

@@ -197,6 +197,7 @@ async def run_accuracy(
     from benchmarks.harness.demos import ExampleIndex
     from benchmarks.harness.planners import GatewayPlanner, NearestCopy, ServicePlanner, build_service
     from benchmarks.harness.stats import across_repeats
+    from serving.engine.process import existing_engine_key
     from serving.settings import load_settings
     from serving.stack import standalone_planner_llm
 
@@ -209,7 +210,12 @@ async def run_accuracy(
         http = await clients.enter_async_context(httpx.AsyncClient(timeout=config.timeout_s))
         llm = (
             await clients.enter_async_context(
-                standalone_planner_llm(config.engine_url, config.model or "", timeout_s=config.timeout_s)
+                standalone_planner_llm(
+                    config.engine_url,
+                    config.model or "",
+                    timeout_s=config.timeout_s,
+                    api_key=existing_engine_key(load_settings()),  # the engine's key, if it was started here
+                )
             )
             if config.engine_url
             else None

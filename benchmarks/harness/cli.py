@@ -30,6 +30,13 @@ def progress_bar(quiet: bool) -> Iterator[Any]:
         yield progress
 
 
+def _engine_key() -> str | None:
+    from serving.engine.process import existing_engine_key
+    from serving.settings import load_settings
+
+    return existing_engine_key(load_settings())
+
+
 def detect_model(url: str, api_key: str | None) -> str | None:
     """The first served model other than the gateway's virtual `planner` (None if /v1/models fails)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -167,7 +174,7 @@ def accuracy(
         for d in sets:
             d.hashes = {k: v for k, v in d.hashes.items() if d.demos_path is None or not k.endswith(d.demos_path.name)}
             d.demos_path = None
-    engine_model = model or (detect_model(engine_url or gateway_url or "", None if engine_url else api_key))
+    engine_model = model or (detect_model(engine_url or gateway_url or "", _engine_key() if engine_url else api_key))
     config = AccuracyConfig(engine_url, gateway_url, api_key, engine_model, chosen, online, window, repeat, timeout)
     with tempfile.TemporaryDirectory(prefix="planstack-bench-") as tmp, progress_bar(quiet) as progress:
         try:

@@ -8,11 +8,13 @@ from types import FrameType
 
 import typer
 
+from serving.auth import ApiKeyAuth
 from serving.cli.common import fail, settings_of, setup_logging
 from serving.engine.model_prep import prepare_model
 from serving.engine.process import EngineProcess, pid_alive, port_in_use, read_state
 from serving.engine.profiles import EngineProfile, load_profile
 from serving.errors import PlanstackError
+from serving.isolation import server_secret
 from serving.settings import Settings
 
 engine_app = typer.Typer(help="Manage the vLLM engine process.", no_args_is_help=True)
@@ -116,6 +118,8 @@ def serve(
     settings, profile = _setup(ctx)
     engine: EngineProcess | None = None
     try:
+        ApiKeyAuth.from_settings(settings)  # a public bind without real keys fails here, before the engine starts
+        server_secret(settings)  # so does a secret file open to others, or empty
         prepared = prepare_model(profile, settings)
         if external_engine or port_in_use(settings.engine.host, settings.engine.port):
             typer.echo(f"using the engine already listening at {settings.engine.base_url}")

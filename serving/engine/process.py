@@ -6,6 +6,12 @@ timeout (failing early, with the log's tail, if the process dies), and stops the
 (SIGTERM, then SIGKILL). An attached engine (`planstack serve`) also gets PR_SET_PDEATHSIG so that it
 cannot outlive a gateway that was killed hard; a detached one (`planstack engine start`) is tracked
 by a state file so that `engine stop|status` find it later.
+
+The engine is not a side door around the gateway: it starts with an API key only the gateway knows
+(`engine_api_key`: `engine.api_key`, else a random key in <home>/engine-key, mode 0600), passed in
+its environment (`VLLM_API_KEY`, not on the command line where `ps` shows it), and with
+`serving.engine.auth_middleware` loaded so that every route but `GET /health` needs it, not only
+the `/v1` ones vLLM's own check covers.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import contextlib
 import ctypes
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -25,11 +32,38 @@ from pathlib import Path
 
 import httpx
 
+from serving.engine.auth_middleware import KEY_ENV, EngineKeyMiddleware
 from serving.engine.profiles import EngineProfile
 from serving.errors import ConfigError, EngineUnavailableError
-from serving.settings import Settings
+from serving.private_files import load_or_create_private, read_private_file
+from serving.settings import REPO_ROOT, Settings
 
 _PR_SET_PDEATHSIG = 1
+ENGINE_KEY_FILE = "engine-key"
+KEY_MIDDLEWARE = f"{EngineKeyMiddleware.__module__}.{EngineKeyMiddleware.__qualname__}"
+
+
+def engine_api_key(settings: Settings) -> str:
+    """The key the engine requires and the gateway sends: `engine.api_key`, else the one in
+    <home>/engine-key, created once (mode 0600, refused if open to others or empty)."""
+    if settings.engine.api_key is not None:
+        return settings.engine.api_key.get_secret_value()
+    return load_or_create_private(
+        settings.home / ENGINE_KEY_FILE, lambda: secrets.token_urlsafe(32), "engine API key"
+    )
+
+
+def existing_engine_key(settings: Settings) -> str | None:
+    """For tools that talk to an engine started elsewhere (benchmarks): the configured key, else the
+    home's engine-key file if there is one; never creates it. An engine without a key ignores it."""
+    if settings.engine.api_key is not None:
+        return settings.engine.api_key.get_secret_value()
+    return read_private_file(settings.home / ENGINE_KEY_FILE, "engine API key")
+
+
+def engine_headers(key: str | None) -> dict[str, str]:
+    """Headers of a request sent straight to the engine."""
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 @dataclass(frozen=True)
@@ -112,6 +146,7 @@ class EngineProcess:
             "--max-model-len", str(profile.max_model_len),
             "--dtype", profile.dtype,
             "--structured-outputs-config.backend", engine.structured_outputs_backend,
+            "--middleware", KEY_MIDDLEWARE,
         ]  # fmt: skip
         if profile.device == "gpu":
             cmd += ["--tensor-parallel-size", str(profile.tensor_parallel_size)]
@@ -129,6 +164,9 @@ class EngineProcess:
                 "VLLM_REGEX_COMPILATION_TIMEOUT_S": str(self.settings.engine.grammar_compile_timeout_s),
                 "VLLM_NO_USAGE_STATS": "1",
                 "DO_NOT_TRACK": "1",
+                KEY_ENV: engine_api_key(self.settings),
+                # the key middleware is imported by the engine: from this checkout
+                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p),
             }
         )
         env.update(self.profile.env)

@@ -21,6 +21,5 @@ async def health(request: Request) -> JSONResponse:
         "engine": "ok" if engine_ok else "unavailable",
         "model": svc.engine_model,
         "isolation_scope": svc.settings.isolation.scope,
-        "auth": "dev-key" if svc.auth.dev_mode else "api-keys",
-    }
+    }  # nothing about auth: this route is unauthenticated
     return JSONResponse(body, status_code=200 if engine_ok else 503)

@@ -19,6 +19,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
+from planner import safe_regex
+
 MAX_PATTERN_CHARS = 512
 _REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT}
 _NOT_REGULAR = {sre_constants.GROUPREF, sre_constants.GROUPREF_EXISTS, sre_constants.ASSERT, sre_constants.ASSERT_NOT}
@@ -96,10 +98,12 @@ def argument_validator(schema: dict[str, Any]) -> ArgumentCheck:
     for pattern in patterns_of(schema):
         check_pattern(pattern)
     try:
-        Draft202012Validator.check_schema(schema)
+        Draft202012Validator.check_schema(schema, format_checker=safe_regex.FORMAT_CHECKER)
+        validator = safe_regex.schema_validator(schema)  # every regex keyword matched by RE2, never Python re
     except SchemaError as exc:
         raise UnsafeSchemaError(f"not a valid JSON Schema ({exc.message})") from exc
-    validator = Draft202012Validator(schema)
+    except safe_regex.UnsafePattern as exc:
+        raise UnsafeSchemaError(str(exc)) from exc
 
     def problems(value: Any) -> list[str]:
         found: list[ValidationError] = sorted(validator.iter_errors(value), key=lambda e: list(e.path))

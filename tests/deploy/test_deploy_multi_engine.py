@@ -21,7 +21,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.engine.process import EngineProcess
+from serving.engine.process import EngineProcess, engine_api_key, engine_headers
 from serving.engine.profiles import load_profile
 from serving.settings import load_settings
 from tests.deploy.conftest import TENANTS, RoutedGateway
@@ -37,9 +37,10 @@ SYSTEM = " ".join(
 )
 
 
-def counter(engine_url: str, name: str) -> float:
-    """Sum of one counter over all its label sets on an engine's /metrics."""
-    text = httpx.get(f"{engine_url}/metrics", timeout=10).text
+def counter(engine: EngineProcess, name: str) -> float:
+    """Sum of one counter over all its label sets on an engine's /metrics (which needs the engine's key)."""
+    headers = engine_headers(engine_api_key(engine.settings))
+    text = httpx.get(f"{engine.base_url}/metrics", headers=headers, timeout=10).text
     return sum(
         sample.value
         for family in text_string_to_metric_families(text)
@@ -50,7 +51,7 @@ def counter(engine_url: str, name: str) -> float:
 
 def snapshot(engines: list[EngineProcess]) -> list[tuple[float, float]]:
     return [
-        (counter(e.base_url, "vllm:request_success_total"), counter(e.base_url, "vllm:prefix_cache_hits_total"))
+        (counter(e, "vllm:request_success_total"), counter(e, "vllm:prefix_cache_hits_total"))
         for e in engines
     ]
 
@@ -177,9 +178,9 @@ def test_tenants_stick_to_one_engine_and_survive_the_loss_of_it(
     assert not streamer.is_alive(), "the in-flight stream did not end after its engine was killed"
     assert in_flight.get("done"), f"the in-flight stream did not end with [DONE]: {in_flight}"  # error or not
 
-    served_before = counter(alive.base_url, "vllm:request_success_total")
+    served_before = counter(alive, "vllm:request_success_total")
     statuses = [chat(gateway, victim, f"after the loss {i}").status_code for i in range(5)]
     assert statuses == [200] * 5, f"in flight: {in_flight}; after: {statuses}"
-    assert counter(alive.base_url, "vllm:request_success_total") - served_before == 5
+    assert counter(alive, "vllm:request_success_total") - served_before == 5
     assert httpx.get(gateway.url + "/health", timeout=10).status_code == 200
     print(f"\nplacement {placement}; in flight at the kill: {in_flight}; after it: {statuses}")

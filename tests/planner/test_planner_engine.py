@@ -59,11 +59,21 @@ USER_TOOLS = [
 ]
 
 
+@pytest.fixture
+def engine(engine_url: str, engine_key: str | None) -> tuple[str, str | None]:
+    return engine_url, engine_key
+
+
 def plan_with(
-    engine_url: str, engine_model: str, embedder: CachedEmbedder, request: str, tools: Any = None, **config: Any
+    engine: tuple[str, str | None],
+    engine_model: str,
+    embedder: CachedEmbedder,
+    request: str,
+    tools: Any = None,
+    **config: Any,
 ) -> PlanResult:
     async def go() -> PlanResult:
-        async with standalone_planner_llm(engine_url, engine_model, timeout_s=180) as llm:
+        async with standalone_planner_llm(engine[0], engine_model, timeout_s=180, api_key=engine[1]) as llm:
             config_ = PlannerConfig(today=date(2026, 11, 30), **config)
             svc = build_planner(config_, llm=llm, catalog=demo_catalog(), embedder=embedder)
             return await svc.plan(request, tenant="test", cache_salt="planner-test", tools=tools)
@@ -73,9 +83,9 @@ def plan_with(
 
 @pytest.mark.parametrize("request_text", REQUESTS)
 def test_model_plans_use_only_known_tools_and_arguments(
-    engine_url: str, engine_model: str, minilm: CachedEmbedder, request_text: str
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder, request_text: str
 ) -> None:
-    result = plan_with(engine_url, engine_model, minilm, request_text, fallback_enabled=False)
+    result = plan_with(engine, engine_model, minilm, request_text, fallback_enabled=False)
     assert result.path in ("model", "model_retry") and result.plan is not None
     assert result.validation is not None and result.validation.ok
     catalog = demo_catalog()
@@ -86,11 +96,11 @@ def test_model_plans_use_only_known_tools_and_arguments(
 
 @pytest.mark.parametrize("grounding", ["grounded", "free"])
 def test_a_users_own_catalog_with_every_json_type_plans_on_the_engine(
-    engine_url: str, engine_model: str, minilm: CachedEmbedder, grounding: str
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder, grounding: str
 ) -> None:
     request = "Plan an event titled 'Launch' for 40 people at ratio 0.5, tagged 'beta', from March 3, 2021."
     result = plan_with(
-        engine_url,
+        engine,
         engine_model,
         minilm,
         request,
@@ -109,10 +119,10 @@ def test_a_users_own_catalog_with_every_json_type_plans_on_the_engine(
 
 
 def test_two_steps_with_a_reference_on_a_user_catalog(
-    engine_url: str, engine_model: str, minilm: CachedEmbedder
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
 ) -> None:
     request = "Get the lyrics of the song 'Imagine' by 'John Lennon', then translate the lyrics into French."
-    result = plan_with(engine_url, engine_model, minilm, request, USER_TOOLS[:2], fallback_enabled=False)
+    result = plan_with(engine, engine_model, minilm, request, USER_TOOLS[:2], fallback_enabled=False)
     assert result.plan is not None and [n.tool for n in result.plan.nodes] == ["get_song_lyrics", "translate_text"]
     assert result.plan.node("n1").args == {"title": "Imagine", "artist": "John Lennon"}
     # The reference is offered and suggested (the 135M model does not always take it: benchmarks report how often).
@@ -121,17 +131,17 @@ def test_two_steps_with_a_reference_on_a_user_catalog(
 
 
 def test_nothing_fits_gives_no_plan_without_calling_the_engine(
-    engine_url: str, engine_model: str, minilm: CachedEmbedder
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
 ) -> None:
     result = plan_with(
-        engine_url, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6}
+        engine, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6}
     )
     assert result.plan is None and result.path == "no_plan" and result.attempts == []
 
 
-def test_fallback_engages_when_the_model_path_fails(engine_url: str, engine_model: str, minilm: CachedEmbedder) -> None:
+def test_fallback_engages_when_the_model_path_fails(engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder) -> None:
     # max_tokens forced to 8: every JSON answer is cut off, so the model path fails for real
-    result = plan_with(engine_url, engine_model, minilm, REQUESTS[0], max_tokens_cap=8, max_retries=1)
+    result = plan_with(engine, engine_model, minilm, REQUESTS[0], max_tokens_cap=8, max_retries=1)
     assert result.path == "fallback" and result.plan is not None
     assert result.fallback_reason and "JSON" in result.fallback_reason
     assert len(result.attempts) == 2 and all(a.error_layer == "schema" for a in result.attempts)

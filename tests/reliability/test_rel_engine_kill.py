@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from serving.app import create_app
-from serving.engine.process import EngineProcess, pid_alive
+from serving.engine.process import EngineProcess, engine_api_key, pid_alive
 from serving.engine.profiles import load_profile
 from serving.settings import load_settings
 from tests.conftest import KEY_A, gateway_settings
@@ -43,7 +43,7 @@ def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engi
     try:
         engines[0].start()
         engines[0].wait_healthy(settings.engine.startup_timeout_s)
-        gw = gateway_settings(tmp_path, engines[0].base_url)
+        gw = gateway_settings(tmp_path, engines[0].base_url, engine_api_key(settings))
         server = ServerThread(create_app(gw, engine_model=engine_model, model_dir=None)).start()
         client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {KEY_A}"}, timeout=120)
         assert client.post("/v1/chat/completions", json=_chat(engine_model, 4)).status_code == 200

@@ -152,7 +152,7 @@ def test_read_only_store_is_a_503_through_the_gateway(tmp_path: Path) -> None:
             check_error_shape(refused)
             assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
             assert refused.json()["error"]["code"] == "run_store_unavailable"
-            assert "readonly" in refused.json()["error"]["message"]
+            assert "read-only" in refused.json()["error"]["message"]
             assert str(tmp_path) not in refused.text  # no server paths in the answer
             assert client.post(f"/v1/runs/{done['run_id']}/resume").status_code == 200  # reads still work
             assert client.get(f"/v1/runs/{done['run_id']}").json()["status"] == "succeeded"

@@ -27,7 +27,11 @@ RSS_GROWTH_MB = 64
 
 
 def test_back_pressure_under_sustained_overload(
-    gateway_factory: Callable[..., RunningGateway], engine_url: str, engine_model: str, tmp_path: Path
+    gateway_factory: Callable[..., RunningGateway],
+    engine_url: str,
+    engine_headers: dict[str, str],
+    engine_model: str,
+    tmp_path: Path,
 ) -> None:
     gateway = gateway_factory(gateway=GatewaySettings(max_concurrent_upstream=LIMIT))
     report = run_load(
@@ -39,6 +43,7 @@ def test_back_pressure_under_sustained_overload(
         clients=CLIENTS,
         per_client=PER_CLIENT,
         max_tokens=8,
+        engine_headers=engine_headers,
     )
     assert write_report(report, tmp_path).is_file()
     statuses = report.statuses()

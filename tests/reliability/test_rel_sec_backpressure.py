@@ -154,4 +154,3 @@ def test_one_tenant_cannot_take_every_engine_slot(stalled_gateway: tuple[str, Fa
     slowest = max(ms for _, ms in health)
     print(f"/health during the flood: {len(health)} probes, max {slowest:.1f} ms")
     assert slowest < HEALTH_BOUND_S * 1000, f"/health took {slowest:.0f} ms during the flood"
-

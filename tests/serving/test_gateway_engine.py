@@ -78,9 +78,9 @@ def test_response_format_json_schema_output_parses_and_validates(
 _COUNTER = re.compile(r"^vllm:prefix_cache_(queries|hits)_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
 
 
-def prefix_counters(engine_url: str) -> dict[str, float]:
+def prefix_counters(engine_url: str, headers: dict[str, str]) -> dict[str, float]:
     totals = {"queries": 0.0, "hits": 0.0}
-    for name, value in _COUNTER.findall(httpx.get(f"{engine_url}/metrics", timeout=10).text):
+    for name, value in _COUNTER.findall(httpx.get(f"{engine_url}/metrics", headers=headers, timeout=10).text):
         totals[name] += float(value)
     return totals
 
@@ -94,7 +94,9 @@ def cache_hits(
     `vllm:prefix_cache_hits_total` counter). The counter delta is None when the engine is shared with
     other clients (PLANSTACK_TEST_ENGINE_URL), since their traffic would show up in it too.
     """
-    before = prefix_counters(engine_url)
+    key_setting = gateway.settings.engine.api_key  # the engine's /metrics needs its key too
+    engine_headers = {"Authorization": f"Bearer {key_setting.get_secret_value()}"} if key_setting else {}
+    before = prefix_counters(engine_url, engine_headers)
     with gateway.client(key) as client:
         body = {
             "model": engine_model,
@@ -107,7 +109,7 @@ def cache_hits(
     if os.environ.get("PLANSTACK_TEST_ENGINE_URL"):
         return cached, None
     deadline = time.monotonic() + 10  # the engine publishes its counters just after the response
-    while (after := prefix_counters(engine_url))["queries"] == before["queries"] and time.monotonic() < deadline:
+    while (after := prefix_counters(engine_url, engine_headers))["queries"] == before["queries"] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert after["queries"] > before["queries"], "the engine did not report the request's prefix-cache query"
     return cached, after["hits"] - before["hits"]
