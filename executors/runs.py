@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -52,6 +52,8 @@ from planner.plan import Plan, PlanNode
 
 logger = logging.getLogger("planstack.executors.runs")
 _INTERNAL_FIELDS = {"status", "plan", "lease_owner", "lease_expires_at", "driven"}
+RunHook = Callable[[RunRecord], Awaitable[None]]
+"""Called with the finished record of a run that succeeded (e.g. to learn from it); its errors are logged."""
 
 
 class Replanner(Protocol):
@@ -116,8 +118,10 @@ class RunService:
         replanner: Replanner | None = None,
         new_id: Callable[[], str] | None = None,
         replica_id: str | None = None,
+        on_succeeded: RunHook | None = None,
     ) -> None:
         self.store = store
+        self.on_succeeded = on_succeeded
         self.scheduler = scheduler
         self.config = scheduler.config
         self.runs_config = store.config
@@ -398,6 +402,11 @@ class RunService:
     async def _finish(self, live: _LiveRun, status: RunStatus, error: dict[str, Any] | None) -> None:
         record = await self.store.update_run(live.lease, status=status, error=error)
         await self.emit(live, "run_finished", round_=record.round, data={"status": status, "error": error})
+        if status == "succeeded" and self.on_succeeded is not None:
+            try:
+                await self.on_succeeded(record)
+            except Exception:  # noqa: BLE001 - the run has succeeded whatever the hook does
+                logger.exception("run %s: the on_succeeded hook failed", record.run_id)
 
 
 def _cancel(task: asyncio.Task[None] | None) -> None:

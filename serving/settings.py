@@ -24,6 +24,7 @@ from executors.config import ExecutorConfig
 from executors.stores.config import RunsConfig
 from planner.config import PlannerConfig
 from retrieval.config import RetrievalConfig
+from retrieval.memory_config import LearningConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = Path(os.environ.get("PLANSTACK_CONFIG_DIR", REPO_ROOT / "configs"))
@@ -223,6 +224,7 @@ class Settings(BaseSettings):
     executors: ExecutorConfig = Field(default_factory=ExecutorConfig)
     runs: RunsConfig = Field(default_factory=RunsConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    learning: LearningConfig = Field(default_factory=LearningConfig)
 
     @field_validator("home", mode="after")
     @classmethod
