@@ -8,6 +8,7 @@ HTTP 422), `error:<status>` (transport or server error), `copy` / `none` for the
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.llm import PlannerLLM
 from planner.plan import Plan
+from planner.results import PlanResult
 from planner.service import PlannerService, PlanningFailed
 
 MODEL_PATHS = frozenset({"model", "model_retry", "cache"})  # the cache only ever stores model-path plans
@@ -70,15 +72,29 @@ def build_service(
 
 
 class ServicePlanner:
-    """A `PlannerService` called in-process (against `--engine-url`)."""
+    """A `PlannerService` called in-process (against `--engine-url`). `tools` gives a case its own catalog
+    (OpenAI format; None: the service's); `on_result` sees every planning answer (online mode keeps its id)."""
 
-    def __init__(self, service: PlannerService) -> None:
+    def __init__(
+        self,
+        service: PlannerService,
+        *,
+        tools: Callable[[Case], list[dict[str, Any]] | None] | None = None,
+        on_result: Callable[[Case, PlanResult], Awaitable[None]] | None = None,
+        tenant: str = TENANT,
+    ) -> None:
         self.service = service
+        self.tools = tools
+        self.on_result = on_result
+        self.tenant = tenant
 
     async def plan(self, case: Case) -> Outcome:
         start = time.perf_counter()
+        tools = self.tools(case) if self.tools is not None else None
         try:
-            result = await self.service.plan(case.request, tenant=TENANT, cache_salt=TENANT)
+            result = await self.service.plan(case.request, tenant=self.tenant, cache_salt=self.tenant, tools=tools)
+            if self.on_result is not None:
+                await self.on_result(case, result)
         except PlanningFailed as exc:
             tokens = sum(a.completion_tokens for a in exc.attempts)
             return Outcome(None, "failed", time.perf_counter() - start, tokens, len(exc.attempts), exc.reason[:300])
