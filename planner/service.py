@@ -186,7 +186,7 @@ class PlannerService:
         packs = self.packs_for(catalog)
         values = extract(request, today)
         selection = await self.selector.select(request, catalog, limit=self.config.prompt_max_tools)
-        demos, skeleton = await self._demonstrations(request, catalog, packs, tenant)
+        demos, skeleton = await self._demonstrations(request, catalog, packs, tenant, selection.sequence)
         shortlist = selection.shortlist
         wanted = [t for d in usable(demos, catalog) for t in d.tools() if t not in shortlist]
         if wanted:  # a usable demonstration's tools are strong evidence: keep them in the prompt
@@ -352,7 +352,7 @@ class PlannerService:
             kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
 
     async def _demonstrations(
-        self, request: str, catalog: ToolCatalog, packs: list[DomainPack], tenant: str
+        self, request: str, catalog: ToolCatalog, packs: list[DomainPack], tenant: str, proposal: Sequence[str] = ()
     ) -> tuple[list[Demonstration], Demonstration | None]:
         """The examples (farthest first) and the skeleton: a demonstration whose structure is reused."""
         k = self.config.demonstrations_k
@@ -369,6 +369,8 @@ class PlannerService:
         expected: set[str] = set()
         for pack in packs:
             expected |= pack.expected_tools(request, catalog, self.config.effective_today())
+        if not expected and self.config.skeleton_agree_proposal:  # no pack has an opinion: the proposal's tools
+            expected = set(proposal)
         skeleton = choose_skeleton(
             own, expected, min_score=self.config.skeleton_min_score, agree_score=self.config.skeleton_agree_score
         )

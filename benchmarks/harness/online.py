@@ -37,7 +37,7 @@ from pydantic import SecretStr
 from benchmarks import splits
 from benchmarks.harness.accuracy import PLAN_KEYS, Row, dataset_result, run_dataset
 from benchmarks.harness.datasets import Case, Dataset
-from benchmarks.harness.planners import Outcome, PlanSource, ServicePlanner, planner_config
+from benchmarks.harness.planners import Outcome, PlanSource, ServicePlanner, patiently, planner_config
 from planner.catalog import ToolCatalog
 from planner.demos import usable
 from planner.llm import PlannerLLM
@@ -95,6 +95,16 @@ def describe(stream: Stream) -> dict[str, Any]:
     info["tools"] = f"{CANDIDATES} candidates per NESTFUL request (its own + distractors), the registry for travel"
     info["halves"] = dict(sorted(Counter(stream.half[c.id] for c in stream.dataset.cases).items()))
     return info
+
+
+class Patient:
+    """A plan source that waits out an engine outage (benchmarks.harness.planners.patiently)."""
+
+    def __init__(self, inner: PlanSource) -> None:
+        self.inner = inner
+
+    async def plan(self, case: Case) -> Outcome:
+        return await patiently(lambda: self.inner.plan(case))
 
 
 class NearestUsable:
@@ -173,8 +183,10 @@ async def run_online(
             embedder=stack.planner.embedder,
         )
         every: dict[str, PlanSource] = {
-            "memory": ServicePlanner(stack.planner, tools=stream.tools_of, on_result=loop.remember, tenant=TENANT),
-            "zeroshot": ServicePlanner(zeroshot, tools=stream.tools_of, tenant=TENANT),
+            "memory": Patient(
+                ServicePlanner(stack.planner, tools=stream.tools_of, on_result=loop.remember, tenant=TENANT)
+            ),
+            "zeroshot": Patient(ServicePlanner(zeroshot, tools=stream.tools_of, tenant=TENANT)),
             "nn_copy": NearestUsable(stack, stream),
         }
         sources = {name: every[name] for name in variants}

@@ -7,11 +7,13 @@ HTTP 422), `error:<status>` (transport or server error), `copy` / `none` for the
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -19,11 +21,12 @@ from benchmarks.harness.datasets import Case, Dataset
 from benchmarks.harness.demos import ExampleIndex
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.llm import PlannerLLM
+from planner.llm import LLMTimeout, LLMUnavailable, PlannerLLM
 from planner.plan import Plan
 from planner.results import PlanResult
 from planner.service import PlannerService, PlanningFailed
 
+T = TypeVar("T")
 MODEL_PATHS = frozenset({"model", "model_retry", "cache"})  # the cache only ever stores model-path plans
 PRIMARY_PATHS = MODEL_PATHS | {"copy"}
 TENANT = "bench"
@@ -41,6 +44,20 @@ class Outcome:
 
 class PlanSource(Protocol):
     async def plan(self, case: Case) -> Outcome: ...
+
+
+async def patiently(call: Callable[[], Awaitable[T]], *, retries: int = 20, wait_s: float = 30.0) -> T:
+    """`call()`, again after `wait_s` while the engine is unreachable (a restart takes minutes): a long
+    benchmark survives an engine outage instead of losing its run. Waits are logged."""
+    for attempt in range(retries):
+        try:
+            return await call()
+        except (LLMUnavailable, LLMTimeout) as exc:
+            if attempt == retries - 1:
+                raise
+            logging.getLogger("planstack.bench").warning("engine: %s; retrying in %.0f s", exc, wait_s)
+            await asyncio.sleep(wait_s)
+    raise AssertionError("unreachable")
 
 
 def demo_domain_catalog() -> ToolCatalog:

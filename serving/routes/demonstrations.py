@@ -17,11 +17,11 @@ from serving.openapi import error_responses, inline_schema
 router = APIRouter()
 DemoId = Path(pattern=DEMO_ID_PATTERN, max_length=32)
 JSONL = "application/x-ndjson"
-IMPORT_BODY = {
+IMPORT_BODY = {  # documented as text/plain (what OpenAPI tools can send); every content type is read alike
     "required": True,
-    "description": 'JSON lines, one demonstration per line; a line `{"tools": [...]}` alone sets the catalog '
-    "the next lines are checked against (default: the gateway's tools).",
-    "content": {JSONL: {"schema": {"type": "string", "x-line-schema": inline_schema(DemonstrationLine)}}},
+    "description": f"JSON lines ({JSONL}), one demonstration per line; a line `{{\"tools\": [...]}}` alone sets "
+    "the catalog the next lines are checked against (default: the gateway's tools).",
+    "content": {"text/plain": {"schema": {"type": "string", "x-line-schema": inline_schema(DemonstrationLine)}}},
 }
 
 
