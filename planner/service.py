@@ -56,6 +56,7 @@ class _Try:
     excluded: dict[str, list[Any]] = field(default_factory=dict)
     feedback: str = ""
     changes: list[str] = field(default_factory=list)
+    examples: bool = True
 
 
 @dataclass
@@ -218,10 +219,11 @@ class PlannerService:
             t1 = time.perf_counter()
             try:
                 decoded = await self._decode(req, plan_try, cache_salt, extra)
-            except LLMRejected as exc:  # the engine refused a grammar: next time a smaller, cacheable one
+            except LLMRejected as exc:  # the engine refused a grammar or the prompt's length: smaller next time
                 attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine", changes=plan_try.changes))
                 decode_s += time.perf_counter() - t1
-                plan_try = _Try("free", False, plan_try.excluded, "", ["grounding free (engine refused the grammar)"])
+                why = ["grounding free, no examples (the engine refused the request)"]
+                plan_try = _Try("free", False, plan_try.excluded, "", why, examples=False)
                 continue
             decode_s += time.perf_counter() - t1
             attempt = _attempt(number, decoded, plan_try)
@@ -243,6 +245,7 @@ class PlannerService:
                     plan_try.excluded,
                     self.prompts.repair(decoded.raw_text, feedback),
                     [f"grounding {_STRICTER[plan_try.grounding]}", "no skeleton", "error shown"],
+                    plan_try.examples,
                 )
                 continue
             t2 = time.perf_counter()
@@ -276,13 +279,13 @@ class PlannerService:
         looser = _LOOSER[previous.grounding]
         changes = [f"grounding {looser}", f"excluded {sum(len(v) for v in excluded.values())} rejected values"]
         feedback = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
-        return _Try(looser, False, excluded, feedback, [*changes, "no skeleton", "error shown"])
+        return _Try(looser, False, excluded, feedback, [*changes, "no skeleton", "error shown"], previous.examples)
 
     async def _decode(self, req: _Request, plan_try: _Try, cache_salt: str | None, extra: str) -> Decoded:
         config = self.config
         shortlist = req.selection.shortlist
         skeleton = req.skeleton if plan_try.use_skeleton else None
-        demos = req.demos
+        demos = req.demos if plan_try.examples else []  # examples make the longest prompts (context limit)
         if config.strategy != "staged":
             messages = self._messages(req, demos, oneshot=True, extra=extra + plan_try.feedback)
             grammar = None if config.strategy == "unconstrained" else config.strategy

@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from planner.llm import LLMRejected
 from serving.settings import Settings
 from serving.stack import build_stack
 from tests.fakes.llm import FakePlannerLLM
@@ -46,3 +47,21 @@ def test_one_tenants_demonstrations_never_reach_another_tenants_prompt(tmp_path:
     assert any("Weather in Lima" in prompt for prompt in seen_by_b)  # B's own memory is used
     assert any(MARKER in prompt for prompt in seen_by_a)  # the same request for A shows A's demonstration
     assert result_a.attempts[0].tools_from == "skeleton"  # and reuses its structure
+
+
+def test_a_prompt_the_engine_refuses_is_retried_without_the_examples(tmp_path: Path) -> None:
+    """Long demonstrations can push a staged conversation past the model's context (vLLM answers 400):
+    the next attempt drops the examples instead of failing the same way."""
+    llm = FakePlannerLLM(LLMRejected("This model's maximum context length is 2048 tokens", status=400))
+    stack = build_stack(Settings(home=tmp_path), planner_llm=llm)
+
+    async def scenario() -> Any:
+        await stack.demonstrations.import_jsonl("tenantA", lines({"tools": TOOLS}, {"request": OWN, "plan": OWN_PLAN}))
+        result = await stack.planner.plan(ASKED, tenant="tenantA", cache_salt="a", tools=TOOLS)
+        await stack.aclose()
+        return result
+
+    result = asyncio.run(scenario())
+    first, retry = llm.prompts[0], llm.prompts[1]
+    assert MARKER in first and MARKER not in retry
+    assert result.attempts[0].error_layer == "engine" and "no examples" in result.attempts[1].changes[0]
