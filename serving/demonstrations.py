@@ -166,7 +166,7 @@ class DemonstrationService:
                 row = DemonstrationLine.model_validate(data)
             except ValidationError as exc:
                 first = exc.errors()[0]
-                field = ".".join(str(p) for p in first["loc"])
+                field = ".".join(str(p) for p in first["loc"])[:80]
                 raise InvalidRequestError(f"{where}: {field}: {first['msg']}", param=f"{where}.{field}") from exc
             catalog = default if row.tools is None else self._catalog(row.tools, param=f"{where}.tools")
             items.append(NewDemonstration(row.request, self.check(row.request, row.plan, catalog, param=where), origin))
