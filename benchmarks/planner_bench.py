@@ -8,6 +8,8 @@ recall@k of the embedding shortlist, and the model-free baselines → benchmarks
 planner on NESTFUL with a template-disjoint split (zero-shot, cross-domain and in-domain demonstrations)
 and the baselines in the same run, plus the travel/meeting set with its pack → benchmarks/results/planner.*
 Any data/spec pair in the NESTFUL format can be added with `--data FILE --spec FILE --name NAME`.
+`python -m benchmarks.planner_bench calibrate [--precision 0.9]` — the skeleton thresholds, chosen on the pools
+(benchmarks/skeleton_calibration.py; no engine) → benchmarks/results/skeleton_calibration.{json,md}
 """
 
 from __future__ import annotations
@@ -179,6 +181,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+async def _calibrate(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.skeleton_calibration import calibrate
+
+    if not args.engine_url:
+        return await calibrate(args.sets, args.root, seed=args.seed, precision=args.precision, embedder=embedder())
+    async with standalone_planner_llm(
+        args.engine_url, args.model, timeout_s=300, api_key=existing_engine_key(load_settings())
+    ) as llm:
+        return await calibrate(
+            args.sets,
+            args.root,
+            seed=args.seed,
+            precision=args.precision,
+            embedder=embedder(),
+            llm=llm,
+            cache=args.cache,
+        )
+
+
 def _travel_cases(limit: int) -> list[planner_eval.EvalCase]:
     from executors.tools import default_registry
 
@@ -233,8 +254,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_cmd.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     run_cmd.add_argument("--travel", type=int, default=20, help="travel/meeting requests (0: skip)")
     run_cmd.add_argument("--merge", action="store_true", help="keep the sets/variants an earlier run measured")
+    cal = sub.add_parser("calibrate", help="skeleton thresholds on the pools (offline)")
+    cal.add_argument("--sets", nargs="*", default=["glaive", "sgd"], help="NESTFUL files (glaive, sgd)")
+    cal.add_argument("--root", type=Path, default=nestful.DEFAULT_ROOT, help="folder of the NESTFUL files")
+    cal.add_argument("--seed", type=int, default=13, help="split seed")
+    cal.add_argument("--precision", type=float, default=0.9, help="structure precision a threshold must keep")
+    cal.add_argument("--engine-url", default=None, help="measure the planner without a skeleton on the pools")
+    cal.add_argument("--model", default="smollm2-135m-instruct")
+    cal.add_argument("--cache", type=Path, default=None, help="JSON file keeping measured items (resumable)")
     args = parser.parse_args(argv)
-    if args.command == "compile":
+    if args.command == "calibrate":
+        report = asyncio.run(_calibrate(args))
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "skeleton_calibration.json").write_text(json.dumps(report, indent=1))
+        from benchmarks.skeleton_calibration import calibration_markdown
+
+        (RESULTS / "skeleton_calibration.md").write_text(calibration_markdown(report))
+    elif args.command == "compile":
         report = compile_report(args.model_dir, args.timeout, args.sizes)
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "grammar_compile.json").write_text(json.dumps(report, indent=1))

@@ -33,7 +33,7 @@ import jsonschema
 from benchmarks import metrics, nestful, splits
 from planner.catalog import ToolCatalog
 from planner.config import Grounding, PlannerConfig
-from planner.demos import Demonstration, EmbeddingDemonstrations
+from planner.demos import Demonstration, DemonstrationSource, EmbeddingDemonstrations
 from planner.fallback import FallbackError, proposal_plan
 from planner.grammar import SchemaBuilder, Upstream, ValueContext
 from planner.llm import PlannerLLM
@@ -98,8 +98,10 @@ async def run_planner(
     embedder: CachedEmbedder,
     demos: Sequence[Demonstration] = (),
     progress: str = "",
+    source: DemonstrationSource | None = None,
 ) -> dict[str, Any]:
-    source = EmbeddingDemonstrations(demos, embedder) if demos else None
+    """`source` replaces `demos` (e.g. a leave-one-out view of a pool)."""
+    source = source or (EmbeddingDemonstrations(demos, embedder) if demos else None)
     catalog = ToolCatalog.from_openai(cases[0].tools)
     service = build_planner(config, llm=llm, catalog=catalog, demos=source, embedder=embedder)
     rows: list[dict[str, Any]] = []

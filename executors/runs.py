@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,6 +65,8 @@ logger = logging.getLogger("planstack.executors.runs")
 _INTERNAL_FIELDS = {"status", "plan", "lease_owner", "lease_expires_at", "driven", "budget_round"}
 Announcement = tuple[EventType, dict[str, Any]]
 """An event the next driver appends first (a decision that handed it the run)."""
+RunHook = Callable[[RunRecord], Awaitable[None]]
+"""Called with the finished record of a run that succeeded (e.g. to learn from it); its errors are logged."""
 
 
 class Replanner(Protocol):
@@ -136,9 +138,11 @@ class RunService:
         new_id: Callable[[], str] | None = None,
         replica_id: str | None = None,
         steering: Steering | None = None,
+        on_succeeded: RunHook | None = None,
     ) -> None:
         self.store = store
         self.steering = steering or Steering()
+        self.on_succeeded = on_succeeded
         self.scheduler = scheduler
         self.config = scheduler.config
         self.runs_config = store.config
@@ -484,6 +488,11 @@ class RunService:
             self.steering.observer.escalated(record.tenant, str(escalation["reason"]))
             await self.emit(live, "escalated", round_=record.round, data=escalation)
         await self.emit(live, "run_finished", round_=record.round, data={"status": status, "error": error})
+        if status == "succeeded" and self.on_succeeded is not None:
+            try:
+                await self.on_succeeded(record)
+            except Exception:  # noqa: BLE001 - the run has succeeded whatever the hook does
+                logger.exception("run %s: the on_succeeded hook failed", record.run_id)
 
 
 def _cancel(task: asyncio.Task[None] | None) -> None:

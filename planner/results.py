@@ -6,6 +6,7 @@ the model path failed), `cache` or `no_plan` (nothing in the catalog fits; `reas
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,6 +14,12 @@ from planner.plan import Plan
 from planner.validation import ValidationReport
 
 Path_ = Literal["model", "model_retry", "fallback", "cache", "no_plan"]
+PLAN_ID_PATTERN = r"^plan_[0-9a-f]{24}$"
+
+
+def new_plan_id() -> str:
+    """The id of one planning answer (feedback on it names this id)."""
+    return "plan_" + uuid.uuid4().hex[:24]
 
 
 @dataclass
@@ -54,6 +61,7 @@ class PlanResult:
     reason: str | None = None  # why there is no plan (path "no_plan")
     selection: dict[str, Any] = field(default_factory=dict)
     packs: list[str] = field(default_factory=list)
+    plan_id: str = field(default_factory=new_plan_id)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -63,6 +71,7 @@ class PlanResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "plan_id": self.plan_id,
             "plan": self.plan.model_dump(exclude_none=True) if self.plan is not None else None,
             "path": self.path,
             "reason": self.reason,

@@ -62,7 +62,7 @@ class _Try:
     excluded: dict[str, list[Any]] = field(default_factory=dict)
     feedback: str = ""
     changes: list[str] = field(default_factory=list)
-    short_prompt: bool = False  # no demonstrations: the engine said the conversation was too long
+    examples: bool = True  # False: no demonstrations (the engine said the conversation was too long)
 
 
 @dataclass
@@ -193,7 +193,7 @@ class PlannerService:
         packs = self.packs_for(catalog)
         values = extract(request, today)
         selection = await self.selector.select(request, catalog, limit=self.config.prompt_max_tools)
-        demos, skeleton = await self._demonstrations(request, catalog, packs, tenant)
+        demos, skeleton = await self._demonstrations(request, catalog, packs, tenant, selection.sequence)
         shortlist = selection.shortlist
         wanted = [t for d in usable(demos, catalog) for t in d.tools() if t not in shortlist]
         if wanted:  # a usable demonstration's tools are strong evidence: keep them in the prompt
@@ -229,10 +229,15 @@ class PlannerService:
                 attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine", changes=plan_try.changes))
                 decode_s += time.perf_counter() - t1
                 if "context length" in str(exc) or "input tokens" in str(exc):  # too long: no examples next time
-                    plan_try = _Try(plan_try.grounding, False, plan_try.excluded, "", ["no demonstrations"], True)
+                    plan_try = _Try(plan_try.grounding, False, plan_try.excluded, "", ["no demonstrations"], False)
                 else:  # the engine refused a grammar: next time a smaller, cacheable one
                     plan_try = _Try(
-                        "free", False, plan_try.excluded, "", ["grounding free (engine refused the grammar)"]
+                        "free",
+                        False,
+                        plan_try.excluded,
+                        "",
+                        ["grounding free (engine refused the grammar)"],
+                        plan_try.examples,
                     )
                 continue
             decode_s += time.perf_counter() - t1
@@ -255,6 +260,7 @@ class PlannerService:
                     plan_try.excluded,
                     self.prompts.repair(decoded.raw_text, feedback),
                     [f"grounding {_STRICTER[plan_try.grounding]}", "no skeleton", "error shown"],
+                    plan_try.examples,
                 )
                 continue
             t2 = time.perf_counter()
@@ -288,13 +294,13 @@ class PlannerService:
         looser = _LOOSER[previous.grounding]
         changes = [f"grounding {looser}", f"excluded {sum(len(v) for v in excluded.values())} rejected values"]
         feedback = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
-        return _Try(looser, False, excluded, feedback, [*changes, "no skeleton", "error shown"])
+        return _Try(looser, False, excluded, feedback, [*changes, "no skeleton", "error shown"], previous.examples)
 
     async def _decode(self, req: _Request, plan_try: _Try, cache_salt: str | None, extra: str) -> Decoded:
         config = self.config
         shortlist = req.selection.shortlist
         skeleton = req.skeleton if plan_try.use_skeleton else None
-        demos = [] if plan_try.short_prompt else req.demos
+        demos = req.demos if plan_try.examples else []  # examples make the longest prompts (context limit)
         if config.strategy != "staged":
             messages = self._messages(req, demos, oneshot=True, extra=extra + plan_try.feedback)
             grammar = None if config.strategy == "unconstrained" else config.strategy
@@ -371,7 +377,7 @@ class PlannerService:
             kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
 
     async def _demonstrations(
-        self, request: str, catalog: ToolCatalog, packs: list[DomainPack], tenant: str
+        self, request: str, catalog: ToolCatalog, packs: list[DomainPack], tenant: str, proposal: Sequence[str] = ()
     ) -> tuple[list[Demonstration], Demonstration | None]:
         """The examples (farthest first) and the skeleton: a demonstration whose structure is reused."""
         k = self.config.demonstrations_k
@@ -388,6 +394,8 @@ class PlannerService:
         expected: set[str] = set()
         for pack in packs:
             expected |= pack.expected_tools(request, catalog, self.config.effective_today())
+        if not expected and self.config.skeleton_agree_proposal:  # no pack has an opinion: the proposal's tools
+            expected = set(proposal)
         skeleton = choose_skeleton(
             own, expected, min_score=self.config.skeleton_min_score, agree_score=self.config.skeleton_agree_score
         )

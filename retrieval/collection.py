@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import faiss
@@ -271,6 +271,16 @@ class Collection:
             if deleted:
                 self._maybe_rebuild()
             return deleted
+
+    def update_extra(self, chunk_id: int, **changes: Any) -> ChunkRecord | None:
+        """Change metadata of a stored chunk (its text and vector stay); None when it is gone."""
+        with self._lock:
+            record = self._records.get(chunk_id)
+            if record is None:
+                return None
+            updated = replace(record, extra={**record.extra, **changes})
+            self._records[chunk_id] = updated
+            return updated
 
     def delete_document(self, source: str) -> int:
         """Delete every chunk of a document; returns how many were deleted."""

@@ -1,9 +1,8 @@
-"""The planner's demonstration index: solved requests and their plans, retrieved as few-shot examples.
+"""A model-free demonstration index: solved requests scored by word overlap.
 
-`DemonstrationIndex` embeds requests into collections of the same store as the knowledge (one
-shared collection, plus one per tenant for private examples). `InMemoryDemonstrationIndex` has the
-same interface, scores by word overlap and needs no embedding model: for tests, tiny deployments
-and baselines (nearest-neighbour plan copy).
+`InMemoryDemonstrationIndex` needs no embedding model: for tests, tiny deployments and the
+benchmarks' nearest-neighbour baseline. Each tenant's own, persistent, FAISS-backed memory — what
+the gateway's planner searches — is `retrieval.memory.TenantMemory`.
 """
 
 from __future__ import annotations
@@ -15,12 +14,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from retrieval.atomic import atomic_write
-from retrieval.collection import ChunkDraft, Collection, content_hash
-from retrieval.embedder import Embedder
-from retrieval.store import CollectionRef, IndexStore, validate_name
+from retrieval.collection import content_hash
+from retrieval.store import validate_name
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
@@ -64,16 +62,6 @@ class Demonstration:
     example_id: str
 
 
-class DemonstrationSource(Protocol):
-    """What the planner needs from a demonstration index."""
-
-    def add(
-        self, request: str, plan: dict[str, Any], *, tenant: str | None = None, example_id: str | None = None
-    ) -> str: ...
-
-    def search(self, request: str, k: int = 3, *, tenant: str | None = None) -> list[Demonstration]: ...
-
-
 def _example_id(request: str) -> str:
     return "ex-" + content_hash(request)[:16]
 
@@ -82,83 +70,6 @@ def _check_plan(plan: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(plan, dict):
         raise TypeError("a demonstration's plan must be a dict")
     return json.loads(json.dumps(plan))  # JSON-able, and a private copy
-
-
-class DemonstrationIndex:
-    """Embedded demonstrations, persisted in `store` under the collection `collection`."""
-
-    def __init__(self, store: IndexStore, embedder: Embedder, *, collection: str | None = None) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.collection_name = validate_name(collection or store.config.demonstrations_collection)
-        self._dirty: dict[CollectionRef, Collection] = {}
-        self._lock = threading.Lock()
-
-    def add(
-        self, request: str, plan: dict[str, Any], *, tenant: str | None = None, example_id: str | None = None
-    ) -> str:
-        """Store a solved request; returns its example id (the existing one for a duplicate request)."""
-        if not request.strip():
-            raise ValueError("a demonstration needs a non-empty request")
-        plan = _check_plan(plan)
-        collection = self._collection(tenant, create=True)
-        assert collection is not None
-        with self._lock:
-            existing = collection.find_hash(request)
-            if existing is not None:
-                return existing.source
-            example_id = example_id or _example_id(request)
-            collection.delete_document(example_id)  # the same id re-added replaces the old example
-            draft = ChunkDraft(text=request, source=example_id, extra={"plan": plan})
-            collection.add([draft], self.embedder.embed([request]))
-            self._dirty[self.store.ref(self.collection_name, tenant)] = collection
-            return example_id
-
-    def remove(self, example_id: str, *, tenant: str | None = None) -> bool:
-        collection = self._collection(tenant, create=False)
-        if collection is None:
-            return False
-        with self._lock:
-            removed = collection.delete_document(example_id) > 0
-            if removed:
-                self._dirty[self.store.ref(self.collection_name, tenant)] = collection
-            return removed
-
-    def search(self, request: str, k: int = 3, *, tenant: str | None = None) -> list[Demonstration]:
-        """The k stored demonstrations closest to `request`: shared ones and `tenant`'s own."""
-        if k <= 0 or not request.strip():
-            return []
-        owners = [None] if tenant is None else [None, tenant]
-        collections = [c for c in (self._collection(owner) for owner in owners) if c is not None]
-        if not any(len(c) for c in collections):
-            return []
-        vector = self.embedder.embed([request])
-        found = [
-            Demonstration(h.record.text, h.record.extra["plan"], h.score, h.record.source)
-            for c in collections
-            for h in c.search(vector, k)[0]
-        ]
-        found.sort(key=lambda d: d.score, reverse=True)
-        return found[:k]
-
-    def save(self) -> int:
-        """Persist the collections changed since the last save; returns how many were written."""
-        with self._lock:
-            dirty, self._dirty = list(self._dirty.values()), {}
-        for collection in dirty:
-            self.store.save(collection)
-        return len(dirty)
-
-    def _collection(self, tenant: str | None, *, create: bool = False) -> Collection | None:
-        ref = self.store.ref(self.collection_name, tenant)
-        if create:
-            return self.store.open_or_create(ref, dim=self.embedder.dim, model_name=self.embedder.name)
-        with self._lock:
-            if ref in self._dirty:
-                return self._dirty[ref]
-        if not self.store.exists(ref):
-            return None
-        return self.store.open(ref, model_name=self.embedder.name, dim=self.embedder.dim)
 
 
 def _words(text: str) -> frozenset[str]:

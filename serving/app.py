@@ -28,8 +28,10 @@ from serving.planning import PlanningGateway, RunGateway, store_unavailable
 from serving.routes import approvals as approvals_route
 from serving.routes import chat as chat_route
 from serving.routes import completions as completions_route
+from serving.routes import demonstrations as demonstrations_route
 from serving.routes import embeddings as embeddings_route
 from serving.routes import escalations as escalations_route
+from serving.routes import feedback as feedback_route
 from serving.routes import health as health_route
 from serving.routes import metrics as metrics_route
 from serving.routes import models as models_route
@@ -123,8 +125,11 @@ def init_app_state(state: State, stack: Stack) -> Services:
         guard=stack.guard,
         chat=ChatService(settings, stack.engine, stack.engine_model, stack.salter, stack.guard, stack.metrics),
         engine_model=stack.engine_model,
-        planning_gateway=PlanningGateway(stack.planner, stack.salter, stack.metrics, stack.engine.slots),
+        planning_gateway=PlanningGateway(
+            stack.planner, stack.salter, stack.metrics, stack.engine.slots, stack.demonstrations
+        ),
         embeddings=stack.embeddings,
+        demonstrations=stack.demonstrations,
     )
     return state.services
 
@@ -154,7 +159,8 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
     services = init_app_state(app.state, stack)
     routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
     steering_routes = (approvals_route, escalations_route)
-    for module in (*routes, *steering_routes, health_route, metrics_route):
+    memory_routes = (feedback_route, demonstrations_route)
+    for module in (*routes, *steering_routes, *memory_routes, health_route, metrics_route):
         app.include_router(module.router)
     if stack.settings.ui.enabled:
         app.include_router(ui_router())

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from serving.auth import ApiKeyAuth, Principal
 from serving.chat import ChatService
+from serving.demonstrations import DemonstrationService
 from serving.embeddings import EmbeddingService
 from serving.errors import EngineUnavailableError, InvalidRequestError, PayloadTooLargeError
 from serving.isolation import CacheSalter
@@ -40,11 +41,17 @@ class Services:
     run_gateway: RunGateway | None = None
     embeddings: EmbeddingService | None = None
     steering_gateway: SteeringGateway | None = None
+    demonstrations: DemonstrationService | None = None
 
     def planning(self) -> PlanningGateway:
         if self.planning_gateway is None:
             raise EngineUnavailableError("the planner is not available in this gateway")
         return self.planning_gateway
+
+    def memory(self) -> DemonstrationService:
+        if self.demonstrations is None:
+            raise EngineUnavailableError("the demonstration memory is not available in this gateway")
+        return self.demonstrations
 
     def runs(self) -> RunGateway:
         if self.run_gateway is None:
@@ -74,8 +81,8 @@ async def read_optional_json(request: Request, limit: int) -> Any:
     return await read_json(request, limit)
 
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The request body as JSON, read with a hard size cap (Content-Length is not trusted alone)."""
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, read with a hard size cap (Content-Length is not trusted alone)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLargeError(f"the request body is {declared} bytes; the limit is {limit}")
@@ -86,8 +93,14 @@ async def read_json(request: Request, limit: int) -> Any:
         if size > limit:
             raise PayloadTooLargeError(f"the request body is over the limit of {limit} bytes")
         chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The request body as JSON, read with a hard size cap."""
+    body = await read_body(request, limit)
     try:
-        return json.loads(b"".join(chunks))
+        return json.loads(body)
     except UnicodeDecodeError as exc:
         raise InvalidRequestError("the request body is not valid UTF-8", code="invalid_json") from exc
     except ValueError as exc:

@@ -37,6 +37,7 @@ from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, PlanResult
 from serving.auth import Principal
 from serving.backpressure import UpstreamSlots
+from serving.demonstrations import DemonstrationService
 from serving.errors import (
     InvalidRequestError,
     NotFoundError,
@@ -128,12 +129,18 @@ def run_errors(run_id: str | None = None) -> Iterator[None]:
 
 class PlanningGateway:
     def __init__(
-        self, planner: PlannerService, salter: CacheSalter, metrics: GatewayMetrics, slots: UpstreamSlots
+        self,
+        planner: PlannerService,
+        salter: CacheSalter,
+        metrics: GatewayMetrics,
+        slots: UpstreamSlots,
+        demonstrations: DemonstrationService | None = None,
     ) -> None:
         self.planner = planner
         self._salter = salter
         self._metrics = metrics
         self._slots = slots
+        self._demonstrations = demonstrations  # keeps each answer under its plan id, for feedback
 
     async def plan(
         self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
@@ -150,6 +157,8 @@ class PlanningGateway:
             raise InvalidRequestError(str(exc), param="request") from exc
         self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
         self._metrics.plans.labels(result.path).inc()
+        if self._demonstrations is not None:
+            await self._demonstrations.remember(who.tenant, request, tools, result)
         return result
 
     def check_plan(self, plan: Plan) -> None:
@@ -173,7 +182,12 @@ class PlanningGateway:
             "model": PLANNER_MODEL,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": result.usage,
-            "planstack": {"path": result.path, "fallback_reason": result.fallback_reason, "reason": result.reason},
+            "planstack": {
+                "plan_id": result.plan_id,
+                "path": result.path,
+                "fallback_reason": result.fallback_reason,
+                "reason": result.reason,
+            },
         }
 
 
@@ -272,7 +286,12 @@ class RunGateway:
         if body.plan is None:
             result = await self._planning.plan(body.request, who, session)
             plan = result.plan
-            planned = {"path": result.path, "fallback_reason": result.fallback_reason, "reason": result.reason}
+            planned = {
+                "plan_id": result.plan_id,
+                "path": result.path,
+                "fallback_reason": result.fallback_reason,
+                "reason": result.reason,
+            }
             recorded = planner_record(result, getattr(self._planning.planner.llm, "model", None))
         else:
             self._planning.check_plan(body.plan)

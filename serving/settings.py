@@ -27,6 +27,7 @@ from executors.stores.config import RunsConfig
 from executors.webhooks import WebhooksConfig
 from planner.config import PlannerConfig
 from retrieval.config import RetrievalConfig
+from retrieval.memory_config import LearningConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = Path(os.environ.get("PLANSTACK_CONFIG_DIR", REPO_ROOT / "configs"))
@@ -253,6 +254,7 @@ class Settings(BaseSettings):
     webhooks: WebhooksConfig = Field(default_factory=WebhooksConfig)
     ui: UiSettings = Field(default_factory=UiSettings)  # type: ignore[arg-type]
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    learning: LearningConfig = Field(default_factory=LearningConfig)
 
     @field_validator("home", mode="after")
     @classmethod

@@ -2,15 +2,17 @@
 
 `build_stack(settings)` makes the ONE engine client (chat relay, tool calls, planner and re-planner
 traffic all take its bounded per-tenant slots), the planner on top of it, the tool registry with the
-knowledge base, the cache salter, the schema guard and the embedding service (on the knowledge
-base's model: one MiniLM per process); `await stack.start()` (or `async with stack:`) opens the run
-store and the run service inside the running event loop, and `aclose()` closes everything in
-reverse order. The gateway's lifespan, every CLI command, the benchmarks and the test helpers get
-their objects here; nothing else constructs them. Tests inject a registry or a planner LLM.
+knowledge base, the cache salter, the schema guard, the embedding service and each tenant's
+demonstration memory (all on the knowledge base's model: one MiniLM per process); `await
+stack.start()` (or `async with stack:`) opens the run store and the run service inside the running
+event loop, and `aclose()` closes everything in reverse order. The gateway's lifespan, every CLI
+command, the benchmarks and the test helpers get their objects here; nothing else constructs them.
+Tests inject a registry or a planner LLM.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -28,7 +30,9 @@ from planner.llm import PlannerLLM
 from planner.service import PlannerService
 from planner.similarity import CachedEmbedder, TextEmbedder
 from retrieval.knowledge import KnowledgeBase
+from retrieval.memory import TenantMemory
 from serving.backpressure import UpstreamSlots
+from serving.demonstrations import DemonstrationService
 from serving.embeddings import EmbeddingService
 from serving.engine.process import engine_api_key
 from serving.engine.profiles import load_profile
@@ -59,6 +63,7 @@ class Stack:
     salter: CacheSalter
     guard: SchemaGuard
     embeddings: EmbeddingService | None  # /v1/embeddings (None when disabled), on the knowledge base's model
+    demonstrations: DemonstrationService  # each tenant's memory (the planner searches it), feedback, import
     run_store_url: str | None = None  # a SQLite file or a store URL; None: the settings' `runs.store_url`
     store: RunStore | None = field(default=None, init=False)
     runs: RunService | None = field(default=None, init=False)
@@ -76,16 +81,23 @@ class Stack:
         if steering.notifier is not None:
             self._resources.push_async_callback(steering.notifier.aclose)  # after the runs have stopped
         self.runs = RunService(
-            self.store, DagScheduler(self.registry, self.settings.executors), replanner=replanner, steering=steering
+            self.store,
+            DagScheduler(self.registry, self.settings.executors),
+            replanner=replanner,
+            steering=steering,
+            on_succeeded=self.demonstrations.learn_from_run,
         )
         self._resources.push_async_callback(self.runs.aclose)
+        self.demonstrations.attach(self.store)
         return self
 
     async def aclose(self) -> None:
         """Stop the runs (they stay resumable), close the store, the guard's worker and the engine
         pool; a stack that was never started closes what it made (the engine pool) all the same."""
         self.runs, self.store = None, None
+        self.demonstrations.attach(None)
         await self._resources.aclose()
+        await asyncio.to_thread(self.demonstrations.memory.flush)
         self.guard.close()
         if self.embeddings is not None:
             self.embeddings.close()
@@ -124,6 +136,11 @@ def build_stack(
     tools = registry or default_registry(knowledge=searchable(knowledge))
     backend = settings.engine.structured_outputs_backend
     worker = CompileWorker(model_dir, backend) if model_dir is not None else None
+    vectors = CachedEmbedder(knowledge.embedder)  # one MiniLM: tools, steps, demonstrations
+    memory = open_memory(settings, knowledge, vectors)
+    planner = build_planner(
+        profile.planner_config(settings.planner), llm=llm, catalog=catalog_of(tools), demos=memory, embedder=vectors
+    )
     return Stack(
         settings=settings,
         metrics=metrics,
@@ -132,15 +149,11 @@ def build_stack(
         planner_llm=llm,
         knowledge_base=knowledge,
         registry=tools,
-        planner=build_planner(
-            profile.planner_config(settings.planner),
-            llm=llm,
-            catalog=catalog_of(tools),
-            embedder=CachedEmbedder(knowledge.embedder),
-        ),
+        planner=planner,
         salter=CacheSalter(settings.isolation.scope, server_secret(settings)),
         guard=SchemaGuard(settings.schema_guard, backend, metrics, worker),
         embeddings=EmbeddingService(settings.embeddings, knowledge.embedder) if settings.embeddings.enabled else None,
+        demonstrations=DemonstrationService(memory, planner, settings.learning),
         run_store_url=run_store_url,
     )
 
@@ -212,6 +225,12 @@ async def run_store_for(settings: Settings, *, url: str | None = None) -> AsyncI
 def open_knowledge_base(settings: Settings) -> KnowledgeBase:
     """The FAISS knowledge base over <home>/indexes (the embedding model loads on first search)."""
     return KnowledgeBase.from_home(settings.home, settings.retrieval)
+
+
+def open_memory(settings: Settings, knowledge: KnowledgeBase, vectors: CachedEmbedder) -> TenantMemory:
+    """Each tenant's demonstration memory, in the knowledge base's store (<home>/indexes/tenants/<t>/) and
+    on its model; `vectors` is the planner's cache of that model."""
+    return TenantMemory(knowledge.store, knowledge.embedder, settings.learning, vectors=vectors)
 
 
 def searchable(knowledge: KnowledgeBase) -> KnowledgeSearch | None:

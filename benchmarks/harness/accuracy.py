@@ -7,7 +7,8 @@ planned, scored with benchmarks.metrics and — on the demo domain — executed 
 Model and fallback are never mixed: the headline metrics of a variant count only plans of its primary
 path (model/model_retry/cache, or copy) over ALL n requests (any other request scores 0); fallback
 plans are scored on their own (`fallback_only`), and `final` gives what users get (all plans).
-Online mode: requests in order, each gold plan added to the example index after it is scored.
+Online mode (benchmarks/harness/online.py) reuses `run_dataset` and `online_windows` with feedback sent
+between requests.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +72,7 @@ async def run_dataset(
     sources: Mapping[str, PlanSource],
     *,
     executor: PlanExecutor | None,
-    on_scored: Callable[[Case], None] | None = None,
+    on_scored: Callable[[Case], Awaitable[None] | None] | None = None,
     index_size: Callable[[], int] | None = None,
     tick: Tick | None = None,
 ) -> dict[str, list[Row]]:
@@ -85,8 +86,8 @@ async def run_dataset(
             rows[name].append(Row(case, outcome, primary, final, size))
             if tick:
                 tick(name)
-        if on_scored:
-            on_scored(case)
+        if on_scored and (learned := on_scored(case)) is not None:
+            await learned  # online mode: feedback is sent before the next request
     return rows
 
 
@@ -201,8 +202,8 @@ async def run_accuracy(
     from serving.settings import load_settings
     from serving.stack import standalone_planner_llm
 
-    if config.online and not config.engine_url:
-        raise ValueError("--online needs --engine-url: examples are injected into an in-process planner")
+    if config.online:
+        raise ValueError("online mode runs through benchmarks.harness.online.online_report")
     base = load_settings().planner
     skipped: dict[str, str] = {}
     runs: list[dict[str, Any]] = []
@@ -223,9 +224,7 @@ async def run_accuracy(
         for repeat in range(config.repeat):
             run: dict[str, Any] = {}
             for dataset in datasets:
-                if config.online:
-                    index = ExampleIndex()
-                elif dataset.demos_path is not None:
+                if dataset.demos_path is not None:
                     index = ExampleIndex(load_demonstrations(dataset.demos_path))
                 else:
                     index = ExampleIndex(
@@ -248,22 +247,9 @@ async def run_accuracy(
                 def tick(_: str, task: Any = task) -> None:
                     progress.advance(task)
 
-                def learn(case: Case, index: ExampleIndex = index) -> None:
-                    index.add(case.request, case.gold.model_dump())
-
-                rows = await run_dataset(
-                    dataset,
-                    sources,
-                    executor=executor,
-                    on_scored=learn if config.online else None,
-                    index_size=index.__len__,
-                    tick=tick,
-                )
-                run[dataset.name] = dataset_result(rows, online_window=config.window if config.online else None)
-                run[dataset.name]["example_index"] = {
-                    "backend": index.backend,
-                    "size_at_start": 0 if config.online else len(index),
-                }
+                rows = await run_dataset(dataset, sources, executor=executor, index_size=index.__len__, tick=tick)
+                run[dataset.name] = dataset_result(rows, online_window=None)
+                run[dataset.name]["example_index"] = {"backend": index.backend, "size_at_start": len(index)}
             runs.append(run)
     summary = {
         name: {

@@ -150,8 +150,16 @@ def accuracy(
     variants: str = typer.Option(
         "planner,unconstrained,nn_copy", help="Comma list of planner, unconstrained, nn_copy."
     ),
-    online: bool = typer.Option(False, help="Index starts empty; each gold plan is added after it is scored."),
-    window: int = typer.Option(10, min=1, help="Online mode: requests per reported window."),
+    online: bool = typer.Option(
+        False,
+        help="Learning from feedback: the data sets merged and shuffled (--stream-seed), the first --requests, "
+        "one by one; each gold plan goes as feedback into a fresh tenant memory after its request. Variants: "
+        "memory, zeroshot, nn_copy (--variants is ignored).",
+    ),
+    window: int = typer.Option(20, min=1, help="Online mode: requests per reported window."),
+    requests: int | None = typer.Option(120, min=1, help="Online mode: requests of the stream (its first N)."),
+    after: int = typer.Option(50, min=0, help="Online mode: the target row counts requests after N accepted examples."),
+    stream_seed: int = typer.Option(0, help="Online mode: seed of the stream's shuffle."),
     repeat: int = typer.Option(1, min=1, help="Run everything N times (mean ± stdev)."),
     seed: int = typer.Option(0, help="Seed of the executors' jitter (decoding is greedy: temperature 0)."),
     timeout: float = typer.Option(300.0, help="Per-request timeout (s)."),
@@ -170,29 +178,53 @@ def accuracy(
     if unknown := set(chosen) - {"planner", "unconstrained", "nn_copy"}:
         raise typer.BadParameter(f"unknown variants {sorted(unknown)}")
     sets = [load_dataset(spec, limit) for spec in dataset]
-    if online:  # the index starts empty: the built-in demonstrations are not part of the run
-        for d in sets:
-            d.hashes = {k: v for k, v in d.hashes.items() if d.demos_path is None or not k.endswith(d.demos_path.name)}
-            d.demos_path = None
+    if online and not engine_url:
+        raise typer.BadParameter("--online needs --engine-url: feedback goes into an in-process planner's memory")
     engine_model = model or (detect_model(engine_url or gateway_url or "", _engine_key() if engine_url else api_key))
+    if online:
+        chosen = ("memory", "zeroshot", "nn_copy")
     config = AccuracyConfig(engine_url, gateway_url, api_key, engine_model, chosen, online, window, repeat, timeout)
+    seeds: dict[str, Any] = {"executor_jitter": seed, "decoding_temperature": 0}
     with tempfile.TemporaryDirectory(prefix="planstack-bench-") as tmp, progress_bar(quiet) as progress:
         try:
-            result = asyncio.run(run_accuracy(config, sets, Path(tmp), progress))
+            if online:
+                from benchmarks.harness.online import online_report
+
+                seeds["stream"] = stream_seed
+                result = asyncio.run(
+                    online_report(
+                        sets,
+                        engine_url or "",
+                        engine_model or "",
+                        Path(tmp),
+                        progress,
+                        repeat=repeat,
+                        seed=stream_seed,
+                        requests=requests,
+                        window=window,
+                        after=after,
+                        timeout_s=timeout,
+                    )
+                )
+            else:
+                result = asyncio.run(run_accuracy(config, sets, Path(tmp), progress))
+                result["datasets"] = {d.name: d.describe() for d in sets}
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
+    settings = {k: v for k, v in vars(config).items() if k != "api_key"}
+    if online:
+        settings.update(requests=requests, after=after, stream_seed=stream_seed, sources=[d.name for d in sets])
     report: dict[str, Any] = {
         "kind": "accuracy",
-        "meta": meta(model=engine_model, seeds={"executor_jitter": seed, "decoding_temperature": 0}, label=label),
-        "config": {k: v for k, v in vars(config).items() if k != "api_key"},
-        "datasets": {d.name: d.describe() for d in sets},
+        "meta": meta(model=engine_model, seeds=seeds, label=label),
+        "config": settings,
         "notes": note,
         **result,
     }
     _mkdir(out)
     images = [plots.accuracy_by_plan_size(report, out / f"{stem}_by_plan_size.png")]
     if online:
-        images.append(plots.online_curve(report, out / f"{stem}_index_growth.png"))
+        images.append(plots.learning_curve(report, out / f"{stem}_learning_curve.png"))
     files = write_report(out, stem, report, markdown.accuracy_markdown(report, [p.name for p in images]))
     typer.echo("wrote " + ", ".join(str(p) for p in [*files, *images]))
 

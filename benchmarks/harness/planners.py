@@ -7,10 +7,13 @@ HTTP 422), `error:<status>` (transport or server error), `copy` / `none` for the
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -18,10 +21,12 @@ from benchmarks.harness.datasets import Case, Dataset
 from benchmarks.harness.demos import ExampleIndex
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.llm import PlannerLLM
+from planner.llm import LLMTimeout, LLMUnavailable, PlannerLLM
 from planner.plan import Plan
+from planner.results import PlanResult
 from planner.service import PlannerService, PlanningFailed
 
+T = TypeVar("T")
 MODEL_PATHS = frozenset({"model", "model_retry", "cache"})  # the cache only ever stores model-path plans
 PRIMARY_PATHS = MODEL_PATHS | {"copy"}
 TENANT = "bench"
@@ -39,6 +44,20 @@ class Outcome:
 
 class PlanSource(Protocol):
     async def plan(self, case: Case) -> Outcome: ...
+
+
+async def patiently(call: Callable[[], Awaitable[T]], *, retries: int = 20, wait_s: float = 30.0) -> T:
+    """`call()`, again after `wait_s` while the engine is unreachable (a restart takes minutes): a long
+    benchmark survives an engine outage instead of losing its run. Waits are logged."""
+    for attempt in range(retries):
+        try:
+            return await call()
+        except (LLMUnavailable, LLMTimeout) as exc:
+            if attempt == retries - 1:
+                raise
+            logging.getLogger("planstack.bench").warning("engine: %s; retrying in %.0f s", exc, wait_s)
+            await asyncio.sleep(wait_s)
+    raise AssertionError("unreachable")
 
 
 def demo_domain_catalog() -> ToolCatalog:
@@ -70,15 +89,29 @@ def build_service(
 
 
 class ServicePlanner:
-    """A `PlannerService` called in-process (against `--engine-url`)."""
+    """A `PlannerService` called in-process (against `--engine-url`). `tools` gives a case its own catalog
+    (OpenAI format; None: the service's); `on_result` sees every planning answer (online mode keeps its id)."""
 
-    def __init__(self, service: PlannerService) -> None:
+    def __init__(
+        self,
+        service: PlannerService,
+        *,
+        tools: Callable[[Case], list[dict[str, Any]] | None] | None = None,
+        on_result: Callable[[Case, PlanResult], Awaitable[None]] | None = None,
+        tenant: str = TENANT,
+    ) -> None:
         self.service = service
+        self.tools = tools
+        self.on_result = on_result
+        self.tenant = tenant
 
     async def plan(self, case: Case) -> Outcome:
         start = time.perf_counter()
+        tools = self.tools(case) if self.tools is not None else None
         try:
-            result = await self.service.plan(case.request, tenant=TENANT, cache_salt=TENANT)
+            result = await self.service.plan(case.request, tenant=self.tenant, cache_salt=self.tenant, tools=tools)
+            if self.on_result is not None:
+                await self.on_result(case, result)
         except PlanningFailed as exc:
             tokens = sum(a.completion_tokens for a in exc.attempts)
             return Outcome(None, "failed", time.perf_counter() - start, tokens, len(exc.attempts), exc.reason[:300])
