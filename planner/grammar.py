@@ -79,6 +79,19 @@ class ValueContext:
     excluded: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # argument → values a retry removed
 
 
+_SCALAR: JsonSchema = {"type": ["string", "number", "boolean", "null"]}
+FREE_OBJECT: JsonSchema = {
+    "type": "object",
+    "additionalProperties": {
+        "anyOf": [_SCALAR, {"type": "object", "additionalProperties": _SCALAR}, {"type": "array", "items": _SCALAR}]
+    },
+}
+"""A free-form object argument: values are scalars, flat objects or lists of scalars. Any JSON object
+(`{"type": "object"}`) costs outlines a 25 MB index (212 MB resident in the engine) per grammar, and
+vLLM keeps 128 of them: a client's catalog of such tools could fill the engine's memory. This one is
+5.8 MB; deeper values are not decodable (the README says so)."""
+
+
 class SchemaBuilder:
     """Builds the stage schemas; deterministic output (same inputs → same JSON → vLLM cache hit)."""
 
@@ -198,9 +211,9 @@ class SchemaBuilder:
             return self._array(schema, slot, context, ref_option)
         if kind == "object" and isinstance(schema.get("properties"), dict) and slot.depth < self.config.max_depth:
             return self._object(schema, slot, context, ref_option)
-        if kind == "object":  # an object without declared properties: any JSON object
+        if kind == "object":  # an object without declared properties: a free-form object, two levels deep
             objects = [c.value for c in context.values.objects()] if context.values is not None else []
-            return _union([{"enum": objects} if objects else None, ref_option, {"type": "object"}])
+            return _union([{"enum": objects} if objects else None, ref_option, FREE_OBJECT])
         # untyped: a reference, a request value, or free text
         return _union([ref_option, self._string({}, slot, context, None)])
 

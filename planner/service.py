@@ -229,7 +229,8 @@ class PlannerService:
                 attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine", changes=plan_try.changes))
                 decode_s += time.perf_counter() - t1
                 if "context length" in str(exc) or "input tokens" in str(exc):  # too long: no examples next time
-                    plan_try = _Try(plan_try.grounding, False, plan_try.excluded, "", ["no demonstrations"], False)
+                    why = ["no examples (the prompt was past the context length)"]
+                    plan_try = _Try(plan_try.grounding, False, plan_try.excluded, "", why, False)
                 else:  # the engine refused a grammar: next time a smaller, cacheable one
                     plan_try = _Try(
                         "free",
@@ -275,23 +276,29 @@ class PlannerService:
             error = report.error
             attempt.error = error.feedback() if error else "invalid plan"
             attempt.error_layer = error.layer if error else None
-            plan_try = self._repair(plan_try, decoded, report)
+            plan_try = self._repair(plan_try, decoded, report, req.values)
         timings.update(decode_s=decode_s, validate_s=validate_s)
         last_error = attempts[-1].error if attempts else "no attempt"
         return self._fallback(req, validator, attempts, timings, last_error or "unknown", described)
 
-    def _repair(self, previous: _Try, decoded: Decoded, report: ValidationReport) -> _Try:
-        """The next attempt removes each rejected literal value from its argument's options, loosens the
-        grounding one step (the right value may be outside the candidates) and shows the error."""
+    def _repair(self, previous: _Try, decoded: Decoded, report: ValidationReport, values: RequestValues) -> _Try:
+        """The next attempt removes each rejected literal value from its argument's options and shows the
+        error. When every issue was a value of the request itself (one of the candidates), the grounding
+        stays: the other candidates may hold the right one, and a looser grammar would let the model write
+        the rejected value again. Otherwise it loosens one step (the right value may be outside them)."""
         error = report.error
         excluded = {k: list(v) for k, v in previous.excluded.items()}
         nodes = {n["id"]: n for n in (decoded.candidate or {}).get("nodes", [])}
-        for issue in error.issues if error else []:
+        issues = error.issues if error else []
+        own = [c.value for c in (*values.strings(), *values.numbers())]
+        removed = 0
+        for issue in issues:
             node = nodes.get(issue.node or "")
             arg = (issue.path or "").split(".")[0]
-            if node is not None and arg in node.get("args", {}):
+            if node is not None and arg in node.get("args", {}) and not isinstance(node["args"][arg], dict):
                 excluded.setdefault(arg, []).append(node["args"][arg])
-        looser = _LOOSER[previous.grounding]
+                removed += node["args"][arg] in own
+        looser = previous.grounding if issues and removed == len(issues) else _LOOSER[previous.grounding]
         changes = [f"grounding {looser}", f"excluded {sum(len(v) for v in excluded.values())} rejected values"]
         feedback = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
         return _Try(looser, False, excluded, feedback, [*changes, "no skeleton", "error shown"], previous.examples)

@@ -9,7 +9,19 @@ dozen of those killed the engine. So before a client schema reaches the engine t
    → regex → token index over the served model's vocabulary) in a separate worker process with a
    time budget well below the engine's own timeout; a schema over budget is a 400, and the worker is
    killed and replaced, so a runaway compile costs nothing beyond its budget;
-3. remembers verdicts by schema hash, so a repeated schema (good or bad) costs nothing.
+3. remembers verdicts by schema hash, so a repeated schema (good or bad) costs nothing;
+4. bounds the memory a client's grammars can hold in the engine. vLLM keeps the last 128 compiled
+   indexes (an LRU) whatever their size, and outlines' index grows with the schema's freedom
+   (serialised, on SmolLM2's vocabulary: an unbounded string 0.3 MB, `maxLength: 40` 10 MB, two bounded
+   strings 41 MB, `{"type": "object"}` 25 MB — 212 MB resident in the engine). Filling that cache with
+   heavy schemas OOM-killed the shared engine. So the worker reports each index's size (outlines: its
+   serialised bytes; xgrammar: `memory_size_bytes`), one schema may hold at most `max_index_mib`, and
+   a mirror of the engine's LRU keeps the sum over the last 128 distinct client schemas under
+   `index_budget_mib`, one tenant's under `tenant_index_budget_mib`: past it a new heavy schema is a 400
+   (`schema_too_complex`) until lighter traffic has pushed the old ones out.
+
+The worker compiles exactly the text the engine will compile (`json.dumps` of the schema, keys in the
+client's order: property order is generation order, so a sorted copy is another grammar).
 
 The worker can die (killed, out of memory): the request whose compile it was running gets a 503
 `schema_check_unavailable` (retryable, never cached as a verdict), and the next check starts a
@@ -41,6 +53,8 @@ from serving.settings import SchemaGuardSettings, StructuredBackend
 logger = logging.getLogger("planstack.schema_guard")
 
 WORKER_START_TIMEOUT_S = 120.0
+ENGINE_INDEX_CACHE = 128  # vLLM's outlines index LRU (vllm/v1/structured_output/utils.py)
+MIB = 2**20
 
 
 def schema_shape(schema: Any, depth: int = 1) -> tuple[int, int]:
@@ -76,9 +90,7 @@ def check_static_limits(schema: dict[str, Any], limits: SchemaGuardSettings) -> 
     if depth > limits.max_depth:
         raise SchemaTooComplexError(f"the schema nests {depth} levels; the limit is {limits.max_depth}", param=param)
     if nodes > limits.max_nodes:
-        raise SchemaTooComplexError(
-            f"the schema has {nodes} sub-schemas; the limit is {limits.max_nodes}", param=param
-        )
+        raise SchemaTooComplexError(f"the schema has {nodes} sub-schemas; the limit is {limits.max_nodes}", param=param)
     for ref in _refs(schema):
         if not ref.startswith("#"):
             raise InvalidRequestError(f"only local $ref values are allowed, not {ref!r}", param=param)
@@ -89,6 +101,7 @@ def check_static_limits(schema: dict[str, Any], limits: SchemaGuardSettings) -> 
 def _worker_main(conn: Connection, model_dir: str, backend: str) -> None:  # pragma: no cover - child
     """Load the vocabulary once, then compile schemas sent over `conn` until told to stop."""
     import os
+    import pickle
 
     os.nice(10)  # background work: the gateway's event loop keeps the CPU when both want it
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -102,28 +115,29 @@ def _worker_main(conn: Connection, model_dir: str, backend: str) -> None:  # pra
 
         vocabulary = get_outlines_vocabulary(tokenizer).inner  # type: ignore[arg-type]
 
-        def compile_schema(text: str) -> None:
-            outlines_core.Index(json_schema.build_regex_from_schema(text), vocabulary)
+        def compile_schema(text: str) -> int:
+            index = outlines_core.Index(json_schema.build_regex_from_schema(text), vocabulary)
+            return len(pickle.dumps(index))  # the index's transition table, serialised
     else:
         import xgrammar
 
         info = xgrammar.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
         compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=False)
 
-        def compile_schema(text: str) -> None:
-            compiler.compile_json_schema(text, any_whitespace=True)
+        def compile_schema(text: str) -> int:
+            return int(compiler.compile_json_schema(text, any_whitespace=True).memory_size_bytes)
 
-    conn.send(("ready", 0.0, ""))
+    conn.send(("ready", 0.0, "", 0))
     while True:
         text = conn.recv()
         if text is None:
             return
         started = time.perf_counter()
         try:
-            compile_schema(text)
-            conn.send(("ok", time.perf_counter() - started, ""))
+            size = compile_schema(text)
+            conn.send(("ok", time.perf_counter() - started, "", size))
         except Exception as exc:  # noqa: BLE001 - any failure is the schema's verdict
-            conn.send(("error", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500]))
+            conn.send(("error", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500], 0))
 
 
 class CompileWorker:
@@ -153,7 +167,7 @@ class CompileWorker:
         child.close()
         try:
             ready = parent.poll(WORKER_START_TIMEOUT_S)
-            status, _, message = parent.recv() if ready else ("timeout", 0.0, "")
+            status, _, message, _ = parent.recv() if ready else ("timeout", 0.0, "", 0)
         except (EOFError, OSError):
             status, message = "died", "it exited during start-up"
         if status != "ready":
@@ -164,8 +178,9 @@ class CompileWorker:
         self._proc, self._conn = proc, parent
         return parent
 
-    def compile(self, text: str, timeout_s: float) -> tuple[str, float, str]:
-        """("ok" | "error" | "timeout" | "crashed", seconds, message). Blocking: call it from a thread."""
+    def compile(self, text: str, timeout_s: float) -> tuple[str, float, str, int]:
+        """("ok" | "error" | "timeout" | "crashed", seconds, message, index bytes). Blocking: call it from
+        a thread."""
         with self._lock:
             started = time.perf_counter()
             if self._proc is not None and not self._proc.is_alive():
@@ -174,18 +189,18 @@ class CompileWorker:
             try:
                 conn = self._conn or self._start()
             except RuntimeError as exc:
-                return "crashed", time.perf_counter() - started, str(exc)
+                return "crashed", time.perf_counter() - started, str(exc), 0
             try:
                 conn.send(text)
                 if conn.poll(timeout_s):
-                    status, seconds, message = conn.recv()
-                    return status, seconds, message
+                    status, seconds, message, size = conn.recv()
+                    return status, seconds, message, size
             except (EOFError, OSError) as exc:  # the worker died under this compile
                 logger.warning("the schema compile worker died during a compile (%s)", type(exc).__name__)
                 self._reset()
-                return "crashed", time.perf_counter() - started, "the compile worker stopped"
+                return "crashed", time.perf_counter() - started, "the compile worker stopped", 0
             self._reset()  # the compile is still running: kill it rather than let it eat the CPU
-            return "timeout", time.perf_counter() - started, ""
+            return "timeout", time.perf_counter() - started, "", 0
 
     def _reset(self) -> None:
         if self._proc is not None:
@@ -215,7 +230,8 @@ class SchemaGuard:
         self._backend = backend
         self._metrics = metrics
         self._worker = worker if settings.compile_check and backend in ("outlines", "xgrammar") else None
-        self._verdicts: OrderedDict[str, str | None] = OrderedDict()  # hash → None (ok) or error message
+        self._verdicts: OrderedDict[str, tuple[str | None, int]] = OrderedDict()  # hash → (error or None, bytes)
+        self._resident: OrderedDict[str, tuple[int, str]] = OrderedDict()  # mirror of the engine's LRU
         self._lock = asyncio.Lock()  # one compile at a time: this machine has few cores
         self._waiting = 0
         self._waiting_by_tenant: Counter[str] = Counter()
@@ -224,33 +240,64 @@ class SchemaGuard:
     def worker_pid(self) -> int | None:
         return None if self._worker is None else self._worker.pid
 
-    def _remember(self, key: str, verdict: str | None) -> None:
-        self._verdicts[key] = verdict
+    def _remember(self, key: str, verdict: str | None, size: int) -> None:
+        self._verdicts[key] = (verdict, size)
         while len(self._verdicts) > self._settings.cache_size:
             self._verdicts.popitem(last=False)
 
-    def _cached(self, key: str) -> tuple[bool, str | None]:
+    def _cached(self, key: str) -> tuple[bool, str | None, int]:
         if key not in self._verdicts:
-            return False, None
+            return False, None, 0
         self._verdicts.move_to_end(key)
         self._metrics.schema_checks.labels("cached").inc()
-        return True, self._verdicts[key]
+        return True, *self._verdicts[key]
 
     async def check(self, schema: dict[str, Any], *, tenant: str | None = None) -> None:
         if not self._settings.enabled:
             return
-        text = check_static_limits(schema, self._settings)
+        check_static_limits(schema, self._settings)
         if self._worker is None:
             self._metrics.schema_checks.labels("static_ok").inc()
             return
+        text = json.dumps(schema)  # exactly what vLLM compiles (json.dumps of the request's dict)
         key = hashlib.sha256(text.encode()).hexdigest()
-        found, verdict = self._cached(key)
+        found, verdict, size = self._cached(key)
         if not found:
-            verdict = await self._queued_compile(key, text, tenant or "")
+            verdict, size = await self._queued_compile(key, text, tenant or "")
         if verdict is not None:
             raise SchemaTooComplexError(verdict, param="response_format.json_schema.schema")
+        self._admit(key, size, tenant or "")
 
-    async def _queued_compile(self, key: str, text: str, tenant: str) -> str | None:
+    def index_usage(self, tenant: str | None = None) -> int:
+        """Bytes of grammar index the last `ENGINE_INDEX_CACHE` distinct client schemas hold (one tenant's)."""
+        return sum(size for size, owner in self._resident.values() if tenant is None or owner == tenant)
+
+    def _admit(self, key: str, size: int, tenant: str) -> None:
+        """Account for the schema's index in the engine's cache; refuse one that would overfill it."""
+        if key in self._resident:
+            self._resident.move_to_end(key)
+            return
+        settings = self._settings
+        evicted = next(iter(self._resident.values()), (0, "")) if len(self._resident) >= ENGINE_INDEX_CACHE else (0, "")
+        total = self.index_usage() - evicted[0] + size
+        own = self.index_usage(tenant) - (evicted[0] if evicted[1] == tenant else 0) + size
+        if total > settings.index_budget_mib * MIB or own > settings.tenant_index_budget_mib * MIB:
+            self._metrics.schema_checks.labels("index_budget").inc()
+            whole = total > settings.index_budget_mib * MIB
+            held, limit = (total, settings.index_budget_mib) if whole else (own, settings.tenant_index_budget_mib)
+            whose = "the recent schemas" if whole else "this tenant's recent schemas"
+            raise SchemaTooComplexError(
+                f"the engine's memory for compiled client grammars is full: this schema's index is "
+                f"{size / MIB:.1f} MiB and {whose} would hold {held / MIB:.0f} MiB of {limit:g} MiB; simplify it "
+                "(no bounded string lengths, no free-form objects) or retry once lighter requests have replaced "
+                "older grammars",
+                param="response_format.json_schema.schema",
+            )
+        self._resident[key] = (size, tenant)
+        while len(self._resident) > ENGINE_INDEX_CACHE:
+            self._resident.popitem(last=False)
+
+    async def _queued_compile(self, key: str, text: str, tenant: str) -> tuple[str | None, int]:
         settings = self._settings
         if self._waiting >= settings.max_waiting or self._waiting_by_tenant[tenant] >= settings.max_waiting_per_tenant:
             self._metrics.schema_checks.labels("busy").inc()
@@ -262,9 +309,9 @@ class SchemaGuard:
         self._waiting_by_tenant[tenant] += 1
         try:
             async with self._lock:
-                found, verdict = self._cached(key)  # compiled while this request waited
+                found, verdict, size = self._cached(key)  # compiled while this request waited
                 if found:
-                    return verdict
+                    return verdict, size
                 return await self._compile(key, text)
         finally:
             self._waiting -= 1
@@ -272,18 +319,24 @@ class SchemaGuard:
             if self._waiting_by_tenant[tenant] <= 0:
                 del self._waiting_by_tenant[tenant]
 
-    async def _compile(self, key: str, text: str) -> str | None:
+    async def _compile(self, key: str, text: str) -> tuple[str | None, int]:
         assert self._worker is not None
         budget = self._settings.compile_timeout_s
-        status, seconds, message = await asyncio.to_thread(self._worker.compile, text, budget)
+        status, seconds, message, size = await asyncio.to_thread(self._worker.compile, text, budget)
         self._metrics.schema_checks.labels(status).inc()
-        logger.info("schema %s… compile check: %s in %.2f s", key[:12], status, seconds)
+        logger.info("schema %s… compile check: %s in %.2f s, %.1f MiB", key[:12], status, seconds, size / MIB)
         if status == "crashed":  # not the schema's verdict: nothing is cached
             raise SchemaCheckUnavailableError(
                 "the schema compile check is unavailable (its worker stopped and is being restarted); retry",
                 retry_after_s=1,
             )
-        if status == "ok":
+        if status == "ok" and size > self._settings.max_index_mib * MIB:
+            verdict = (
+                f"the schema's grammar index is {size / MIB:.1f} MiB with the {self._backend} backend; the limit "
+                f"is {self._settings.max_index_mib:g} MiB (the engine keeps {ENGINE_INDEX_CACHE} of them in memory); "
+                "simplify it (no bounded string lengths, no free-form objects)"
+            )
+        elif status == "ok":
             verdict = None
         elif status == "timeout":
             verdict = (
@@ -293,8 +346,8 @@ class SchemaGuard:
             )
         else:
             verdict = f"the schema is not supported by the {self._backend} backend: {message}"
-        self._remember(key, verdict)
-        return verdict
+        self._remember(key, verdict, size)
+        return verdict, size
 
     def close(self) -> None:
         if self._worker is not None:

@@ -163,6 +163,17 @@ class SchemaGuardSettings(_Section):
     max_waiting_per_tenant: int = Field(
         4, gt=0, description="Of those, at most this many from one tenant (one tenant cannot take the queue)."
     )
+    max_index_mib: float = Field(
+        48.0, gt=0, description="Largest compiled grammar index of one client schema (outlines: serialised size)."
+    )
+    index_budget_mib: float = Field(
+        512.0,
+        gt=0,
+        description="Most index memory the last 128 distinct client schemas may hold in the engine (its LRU).",
+    )
+    tenant_index_budget_mib: float = Field(
+        256.0, gt=0, description="Of that budget, at most this much held by one tenant's schemas."
+    )
 
 
 class ToolCallSettings(_Section):

@@ -87,6 +87,17 @@ def test_a_retry_changes_what_failed() -> None:
     assert "rejected" in llm.history[1]["messages"][-2]["content"] or "rejected" in llm.prompts[1]
 
 
+def test_a_rejected_value_of_the_request_is_removed_and_the_grounding_kept() -> None:
+    """The request names two dates; the model took the past one (a candidate) and a rule refused it: the
+    retry keeps the same grounding without that value, so the model cannot write it again."""
+    llm = FakePlannerLLM('{"city": "Hangzhou", "date": "2020-01-01"}', WEATHER)
+    result = run(service(llm), "Weather in Hangzhou, on 2020-01-01 or else on June 20?")
+    assert result.path == "model_retry" and result.attempts[0].error_layer == "rules"
+    assert [a.grounding for a in result.attempts] == ["grounded", "grounded"]
+    dates = json.dumps(llm.history[1]["schema"]["properties"]["date"])
+    assert "2027-06-20" in dates and "2020-01-01" not in dates
+
+
 def test_the_travel_pack_fallback_after_repeated_failures() -> None:
     llm = FakePlannerLLM("{", "not json", "{")
     result = run(service(llm))
@@ -203,7 +214,7 @@ def test_a_conversation_too_long_for_the_model_is_retried_without_examples() -> 
     too_long = LLMRejected("This model's maximum context length is 2048 tokens (parameter=input_tokens)", status=400)
     llm = FakePlannerLLM(too_long, WEATHER)
     result = run(service(llm), "Weather in Hangzhou on June 20?")
-    assert result.path == "model_retry" and result.attempts[1].changes == ["no demonstrations"]
+    assert result.path == "model_retry" and result.attempts[1].changes == ["no examples (the prompt was past the context length)"]
     first, second = llm.history[0]["messages"], llm.history[1]["messages"]
     assert len(first) > 4  # the travel pack's examples, as turns
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]  # request, tools, node

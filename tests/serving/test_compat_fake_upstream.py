@@ -42,10 +42,10 @@ def nested(depth: int) -> dict[str, Any]:
 
 
 HOSTILE: dict[str, list[dict[str, Any]]] = {
-    "catastrophic pattern": [tool_with({"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a+)+$"}}})],
-    "alternation under a star": [tool_with({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a|a)*b"}}})],
+    "look-around": [tool_with({"type": "object", "properties": {"a": {"type": "string", "pattern": "^(?!x)(a+)+$"}}})],
+    "over-long pattern": [tool_with({"type": "object", "properties": {"a": {"type": "string", "pattern": "a" * 1200}}})],
     "back-reference": [tool_with({"type": "object", "properties": {"a": {"type": "string", "pattern": r"(a)\1"}}})],
-    "pattern property": [tool_with({"type": "object", "patternProperties": {"^(x+x+)+y$": {"type": "string"}}})],
+    "pattern property": [tool_with({"type": "object", "patternProperties": {r"^(x+)\1y$": {"type": "string"}}})],
     "recursive $ref": [tool_with({"type": "object", "$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}},
                                   "properties": {"root": {"$ref": "#/$defs/n"}}})],
     "remote $ref": [tool_with({"type": "object", "properties": {"a": {"$ref": "https://example.invalid/s.json"}}})],
@@ -181,15 +181,23 @@ def test_openapi_documents_bodies_and_errors(fake_stack: FakeStack) -> None:
 
 
 # ---- units of the toolcalls package ---------------------------------------------------------------
-@pytest.mark.parametrize("pattern", [r"^[a-z]{2,8}$", r"^\d{4}-\d{2}-\d{2}$", r"^(\+|-)?\d+$", r"^(ab|cd)?x$"])
-def test_linear_shaped_patterns_are_accepted(pattern: str) -> None:
-    check_pattern(pattern)
+@pytest.mark.parametrize(
+    "pattern", [r"^[a-z]{2,8}$", r"^\d{4}-\d{2}-\d{2}$", r"^(\+|-)?\d+$", r"^(a+)+$", r"^(a|a)*$", r"(\w+\s?)*$"]
+)
+def test_patterns_re2_takes_are_accepted_even_nested_repeats(pattern: str) -> None:
+    check_pattern(pattern)  # RE2 matches them in linear time
 
 
-@pytest.mark.parametrize("pattern", [r"^(a+)+$", r"^(a|a)*$", r"(\w+\s?)*$", r"(?=a)", r"(a)\1", "(", "a" * 600])
-def test_backtracking_patterns_are_refused(pattern: str) -> None:
+@pytest.mark.parametrize("pattern", [r"(?=a)", r"(a)\1", "(", "a" * 1200, 7])
+def test_patterns_re2_cannot_take_are_refused(pattern: object) -> None:
     with pytest.raises(UnsafeSchemaError):
         check_pattern(pattern)
+
+
+@pytest.mark.timeout(60)  # with Python's re this value takes hours: the test would time out
+def test_a_nested_repeat_is_matched_in_linear_time_by_the_argument_validator() -> None:
+    check = argument_validator({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|a)*$"}}})
+    assert check({"s": "a" * 5000 + "!"}) and check({"s": "aaaa"}) == []
 
 
 def test_argument_validator_reports_problems() -> None:
