@@ -51,7 +51,7 @@ def _as_date(value: Any) -> date | None:
 
 
 def date_order(plan: Plan, p: Mapping[str, Any], today: date) -> Iterator[Issue]:
-    """`before` must be a date earlier than `after` (e.g. check_in < check_out), at most max_days apart."""
+    """`before` must be a date earlier than `after` (e.g. start < end), at most max_days apart."""
     for node in _nodes(plan, p):
         first, second = _as_date(_literal(node, p["before"])), _as_date(_literal(node, p["after"]))
         if first and second:

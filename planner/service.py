@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from planner.cache import PlanCache
@@ -37,6 +37,7 @@ from planner.packs import DomainPack, load_packs
 from planner.plan import Plan
 from planner.prompts import PromptBook, example_turns
 from planner.results import Attempt, Path_, PlanningFailed, PlanResult
+from planner.retries import RetryPlan
 from planner.rules import BusinessRules
 from planner.selection import Selection, ToolSelector
 from planner.similarity import CachedEmbedder, HashingEmbedder, TextEmbedder
@@ -44,25 +45,6 @@ from planner.validation import PlanValidator, ValidationReport
 from planner.values import RequestValues, extract, rank
 
 NODE_TURN_CHARS = 650  # a node's prompt (step, values, earlier outputs, draft) and answer, measured on NESTFUL
-_STRICTER: dict[Grounding, Grounding] = {
-    "free": "hybrid",
-    "hybrid": "grounded",
-    "grounded": "strict",
-    "strict": "strict",
-}
-_LOOSER: dict[Grounding, Grounding] = {"strict": "grounded", "grounded": "hybrid", "hybrid": "free", "free": "free"}
-
-
-@dataclass
-class _Try:
-    """What one attempt does differently: its grounding, excluded values, skeleton, repair feedback."""
-
-    grounding: Grounding
-    use_skeleton: bool = True
-    excluded: dict[str, list[Any]] = field(default_factory=dict)
-    feedback: str = ""
-    changes: list[str] = field(default_factory=list)
-    examples: bool = True  # False: no demonstrations (the engine said the conversation was too long)
 
 
 @dataclass
@@ -218,7 +200,7 @@ class PlannerService:
             return PlanResult(None, "no_plan", [], None, timings, None, catalog.hash, reason, described, pack_names)
         validator = self.validator(catalog)
         attempts: list[Attempt] = []
-        plan_try = _Try(self.config.grounding)
+        plan_try = RetryPlan(self.config.grounding)
         report: ValidationReport | None = None
         decode_s = validate_s = 0.0
         for number in range(1, self.config.max_retries + 2):
@@ -228,18 +210,7 @@ class PlannerService:
             except LLMRejected as exc:
                 attempts.append(Attempt(number, "", f"{type(exc).__name__}: {exc}", "engine", changes=plan_try.changes))
                 decode_s += time.perf_counter() - t1
-                if "context length" in str(exc) or "input tokens" in str(exc):  # too long: no examples next time
-                    why = ["no examples (the prompt was past the context length)"]
-                    plan_try = _Try(plan_try.grounding, False, plan_try.excluded, "", why, False)
-                else:  # the engine refused a grammar: next time a smaller, cacheable one
-                    plan_try = _Try(
-                        "free",
-                        False,
-                        plan_try.excluded,
-                        "",
-                        ["grounding free (engine refused the grammar)"],
-                        plan_try.examples,
-                    )
+                plan_try = plan_try.after_refusal(str(exc))
                 continue
             decode_s += time.perf_counter() - t1
             attempt = _attempt(number, decoded, plan_try)
@@ -255,14 +226,7 @@ class PlannerService:
                 feedback = json.dumps(
                     {"layer": "schema", "errors": [{"code": "invalid_json", "message": str(decoded.error)}]}
                 )
-                plan_try = _Try(
-                    _STRICTER[plan_try.grounding],
-                    False,
-                    plan_try.excluded,
-                    self.prompts.repair(decoded.raw_text, feedback),
-                    [f"grounding {_STRICTER[plan_try.grounding]}", "no skeleton", "error shown"],
-                    plan_try.examples,
-                )
+                plan_try = plan_try.after_bad_json(self.prompts.repair(decoded.raw_text, feedback))
                 continue
             t2 = time.perf_counter()
             report = validator.validate(decoded.candidate or {})
@@ -276,34 +240,13 @@ class PlannerService:
             error = report.error
             attempt.error = error.feedback() if error else "invalid plan"
             attempt.error_layer = error.layer if error else None
-            plan_try = self._repair(plan_try, decoded, report, req.values)
+            repair = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
+            plan_try = plan_try.after_invalid_plan(decoded.candidate or {}, report, req.values, repair)
         timings.update(decode_s=decode_s, validate_s=validate_s)
         last_error = attempts[-1].error if attempts else "no attempt"
         return self._fallback(req, validator, attempts, timings, last_error or "unknown", described)
 
-    def _repair(self, previous: _Try, decoded: Decoded, report: ValidationReport, values: RequestValues) -> _Try:
-        """The next attempt removes each rejected literal value from its argument's options and shows the
-        error. When every issue was a value of the request itself (one of the candidates), the grounding
-        stays: the other candidates may hold the right one, and a looser grammar would let the model write
-        the rejected value again. Otherwise it loosens one step (the right value may be outside them)."""
-        error = report.error
-        excluded = {k: list(v) for k, v in previous.excluded.items()}
-        nodes = {n["id"]: n for n in (decoded.candidate or {}).get("nodes", [])}
-        issues = error.issues if error else []
-        own = [c.value for c in (*values.strings(), *values.numbers())]
-        removed = 0
-        for issue in issues:
-            node = nodes.get(issue.node or "")
-            arg = (issue.path or "").split(".")[0]
-            if node is not None and arg in node.get("args", {}) and not isinstance(node["args"][arg], dict):
-                excluded.setdefault(arg, []).append(node["args"][arg])
-                removed += node["args"][arg] in own
-        looser = previous.grounding if issues and removed == len(issues) else _LOOSER[previous.grounding]
-        changes = [f"grounding {looser}", f"excluded {sum(len(v) for v in excluded.values())} rejected values"]
-        feedback = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
-        return _Try(looser, False, excluded, feedback, [*changes, "no skeleton", "error shown"], previous.examples)
-
-    async def _decode(self, req: _Request, plan_try: _Try, cache_salt: str | None, extra: str) -> Decoded:
+    async def _decode(self, req: _Request, plan_try: RetryPlan, cache_salt: str | None, extra: str) -> Decoded:
         config = self.config
         shortlist = req.selection.shortlist
         skeleton = req.skeleton if plan_try.use_skeleton else None
@@ -466,7 +409,7 @@ def _shown_values(
     return shown
 
 
-def _attempt(number: int, decoded: Decoded, plan_try: _Try) -> Attempt:
+def _attempt(number: int, decoded: Decoded, plan_try: RetryPlan) -> Attempt:
     return Attempt(
         number=number,
         raw_text=decoded.raw_text,

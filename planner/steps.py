@@ -4,7 +4,7 @@
 steps. Sentences are split first, then at sequencing connectives ("then", "after that", "finally"),
 then before a comma or "and" that is followed by an action verb. A piece that does not start with an
 action verb ("I will pick it up at 7:00 AM") is context for the step before it, not a step of its own;
-one that starts with a determiner ("..., a hotel near the lake and the weather there") is an *implicit*
+one that starts with a determiner ("..., a table near the window and the weather there") is an *implicit*
 step, which planner/selection.py keeps only when a tool of its own fits it.
 The verbs are `planner.lexicon.ACTION_VERBS` plus the first word of every tool name in the catalog
 ("reserve_car" adds "reserve"), so a user's own vocabulary counts.
