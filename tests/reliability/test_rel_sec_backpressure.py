@@ -107,8 +107,11 @@ def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 20) ->
         time.sleep(0.01)
 
 
-def test_one_tenant_cannot_take_every_engine_slot(stalled_gateway: tuple[str, FakeBehaviour]) -> None:
-    url, behaviour = stalled_gateway
+def flood_once(
+    url: str, behaviour: FakeBehaviour
+) -> tuple[list[tuple[httpx.Response, float]], list[httpx.Response], list[tuple[int, float]]]:
+    """Tenant A's flood with tenant B's two requests during it, /health probed from its own process."""
+    behaviour.received.clear()
 
     def client(key: str) -> httpx.Client:
         return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
@@ -134,23 +137,36 @@ def test_one_tenant_cannot_take_every_engine_slot(stalled_gateway: tuple[str, Fa
         health = stop_health_probe(probe)
         for each in clients:
             each.close()
+    return a_answers, b_answers, health
 
-    a_statuses = Counter(r.status_code for r, _ in a_answers)
-    assert a_statuses == {200: SHARE, 429: FLOOD - SHARE}, a_statuses
-    for response, took in a_answers:
-        check_error_shape(response)
-        if response.status_code == 429:
-            assert response.headers["Retry-After"] == "1"
-            assert response.json()["error"]["type"] == "rate_limit_error"
-            assert took < STALL_S, "the surplus is refused at once, not queued behind the stalled slots"
-    assert [r.status_code for r in b_answers] == [200, 200], [r.text[:200] for r in b_answers]
-    # the planner's traffic took slots like chat's: both kinds reached the stalled engine
-    assert {"planner" if b.get("structured_outputs") else "chat" for b in behaviour.received} == {"chat", "planner"}
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY_A}"}) as client:
-        metrics = client.get("/metrics").text
-    assert f'planstack_upstream_rejected_total{{reason="tenant"}} {float(FLOOD - SHARE)}' in metrics
-    assert len(health) >= 10, "/health was measured throughout the flood"
-    assert {status for status, _ in health} == {200}
-    slowest = max(ms for _, ms in health)
-    print(f"/health during the flood: {len(health)} probes, max {slowest:.1f} ms")
-    assert slowest < HEALTH_BOUND_S * 1000, f"/health took {slowest:.0f} ms during the flood"
+
+def test_one_tenant_cannot_take_every_engine_slot(stalled_gateway: tuple[str, FakeBehaviour]) -> None:
+    """Every attempt must share the slots fairly. The machine is shared and noisy, so a flood whose
+    worst /health probe is over the bound is run again (3 attempts in all, as sec_helpers.probe_during):
+    an event loop the flood blocks is over the bound on every attempt."""
+    url, behaviour = stalled_gateway
+    worst: list[float] = []
+    for attempt in range(1, 4):
+        a_answers, b_answers, health = flood_once(url, behaviour)
+        a_statuses = Counter(r.status_code for r, _ in a_answers)
+        assert a_statuses == {200: SHARE, 429: FLOOD - SHARE}, a_statuses
+        for response, took in a_answers:
+            check_error_shape(response)
+            if response.status_code == 429:
+                assert response.headers["Retry-After"] == "1"
+                assert response.json()["error"]["type"] == "rate_limit_error"
+                assert took < STALL_S, "the surplus is refused at once, not queued behind the stalled slots"
+        assert [r.status_code for r in b_answers] == [200, 200], [r.text[:200] for r in b_answers]
+        # the planner's traffic took slots like chat's: both kinds reached the stalled engine
+        kinds = {"planner" if b.get("structured_outputs") else "chat" for b in behaviour.received}
+        assert kinds == {"chat", "planner"}
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY_A}"}) as client:
+            metrics = client.get("/metrics").text
+        assert f'planstack_upstream_rejected_total{{reason="tenant"}} {float((FLOOD - SHARE) * attempt)}' in metrics
+        assert len(health) >= 10, "/health was measured throughout the flood"
+        assert {status for status, _ in health} == {200}
+        worst.append(max(ms for _, ms in health))
+        print(f"/health during flood {attempt}: {len(health)} probes, max {worst[-1]:.1f} ms")
+        if worst[-1] < HEALTH_BOUND_S * 1000:
+            break
+    assert worst[-1] < HEALTH_BOUND_S * 1000, f"/health took {worst} ms during the floods"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -37,7 +37,8 @@ PLAN = Plan.model_validate(
 REQUEST = "Flights Shanghai to Hangzhou on June 20 and the weather there."
 
 
-def invoke(env: dict[str, str], *args: str) -> Result:
+def invoke(env: Mapping[str, str | None], *args: str) -> Result:
+    """The CLI in-process with `env` on top of this process's environment (None: a variable unset)."""
     return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", **env})
 
 
@@ -91,7 +92,7 @@ def test_the_store_comes_from_the_settings_file(env: dict[str, str], tmp_path: P
     config.write_text(f"home: {home}\n")
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(PLAN.model_dump_json())
-    settings_env = {k: v for k, v in env.items() if k != "PLANSTACK_HOME"} | {"PLANSTACK_CONFIG": str(config)}
+    settings_env: dict[str, str | None] = {**env, "PLANSTACK_HOME": None, "PLANSTACK_CONFIG": str(config)}
     result = invoke(settings_env, "run", "--plan", str(plan_file), "--json")
     assert result.exit_code == 0, result.output
     run_id = json.loads(result.stdout)["run_id"]
