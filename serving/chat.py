@@ -102,7 +102,9 @@ class ChatService:
             return RelayTurn(body)
         if (request.n or 1) > 1:
             raise InvalidRequestError("n > 1 is not supported with tool calls", param="n")
-        prepared = await self.tools.prepare(request.tools, request.tool_choice, request.parallel_tool_calls)
+        prepared = await self.tools.prepare(
+            request.tools, request.tool_choice, request.parallel_tool_calls, tenant=principal.tenant
+        )
         conversation = self.tools.conversation(request.messages, prepared.policy.catalog)
         sampling: dict[str, Any] = {k: body[k] for k in ("model", "cache_salt", "top_p", "seed") if k in body}
         sampling["temperature"] = request.temperature or 0.0

@@ -25,9 +25,10 @@ class ToolCallService:
         self.grammar = ArgumentGrammar(settings)
 
     async def prepare(
-        self, tools: Any, tool_choice: str | dict[str, Any] | None, parallel: bool | None
+        self, tools: Any, tool_choice: str | dict[str, Any] | None, parallel: bool | None, *, tenant: str = ""
     ) -> PreparedTools:
-        """Check the client's tools and build (and guard-check) every schema this turn may send."""
+        """Check the client's tools and build (and guard-check, on the tenant's share) every schema this
+        turn may send."""
         policy = call_policy(tools, tool_choice, parallel, self.settings)
         position = {name: index for index, name in enumerate(policy.catalog.names())}
         schemas: dict[str, JsonSchema] = {}
@@ -40,16 +41,16 @@ class ToolCallService:
             except UnsafeSchemaError as exc:
                 raise InvalidRequestError(str(exc), param=param, code="invalid_tools") from exc
             schemas[name] = self.grammar.arguments_schema(parameters)
-            await self._check(schemas[name], param)
+            await self._check(schemas[name], param, tenant)
         selection = None
         if policy.named is None:
             selection = selection_schema(policy.offered, min_calls=policy.min_calls, max_calls=policy.max_calls)
-            await self._check(selection, "tools")
+            await self._check(selection, "tools", tenant)
         return PreparedTools(policy, schemas, validators, selection)
 
-    async def _check(self, schema: JsonSchema, param: str) -> None:
+    async def _check(self, schema: JsonSchema, param: str, tenant: str) -> None:
         try:
-            await self._guard.check(schema)
+            await self._guard.check(schema, tenant=tenant)
         except SchemaTooComplexError as exc:
             raise SchemaTooComplexError(f"a tool schema is too complex: {exc.message}", param=param) from exc
         except InvalidRequestError as exc:
