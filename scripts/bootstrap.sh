@@ -60,6 +60,17 @@ else
   install_requirements
 fi
 
+# Console scripts installed through another path to this venv (e.g. another clone's .venv link) name
+# an interpreter that may be gone: point every such shebang at this venv's own python.
+for script in "$venv"/bin/*; do
+  [ -f "$script" ] && [ ! -L "$script" ] && [ "$(head -c 2 "$script")" = '#!' ] || continue
+  first=$(head -n 1 "$script")
+  case "$first" in
+    '#!'*python*) interpreter_path=${first#\#!}; interpreter_path=${interpreter_path%% *}
+      if [ ! -x "$interpreter_path" ]; then sed -i "1s|^#!.*|#!$venv/bin/python|" "$script"; fi ;;
+  esac
+done
+
 # The project itself, editable, so that `planstack` runs this clone's code.
 if [ "$(cat "$venv/.planstack-project" 2>/dev/null)" != "$repo" ] || ! "$venv/bin/python" -c 'import serving' 2>/dev/null; then
   (cd "$repo" && "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e . 2>&1 \
