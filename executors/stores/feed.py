@@ -62,6 +62,7 @@ class EventFeed:
         self._state: dict[str, tuple[bool, str]] = {}
         self._watcher: asyncio.Task[None] | None = None
         self._listening: asyncio.Task[None] | None = None
+        self._live = asyncio.Event()
         self.ticks = 0
 
     # -- followers -------------------------------------------------------------------------------
@@ -106,11 +107,28 @@ class EventFeed:
             for sub in list(subs):
                 sub.notify()
 
+    def listener_up(self) -> None:
+        """The backend listener is listening (first time or again). Events appended before that were
+        not announced to it, so every follower re-reads once instead of waiting for the watch tick."""
+        self._live.set()
+        self.publish_all()
+
+    def listener_down(self) -> None:
+        self._live.clear()
+
+    async def wait_live(self) -> None:
+        """Return once a backend listener hears every later event (at once without a listener)."""
+        if self._listener is None:
+            return
+        self._ensure_tasks()
+        await self._live.wait()
+
     def _ensure_tasks(self) -> None:
         loop = asyncio.get_running_loop()
         if _finished_or_foreign(self._watcher, loop):
             self._watcher = loop.create_task(self._watch_loop(), name="planstack-run-watch")
         if self._listener is not None and _finished_or_foreign(self._listening, loop):
+            self._live = asyncio.Event()  # a new listener task on this loop: not listening yet
             self._listening = loop.create_task(self._listener(self), name="planstack-run-listen")
 
     async def _watch_loop(self) -> None:
@@ -144,6 +162,7 @@ class EventFeed:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         self._watcher = self._listening = None
+        self._live.clear()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -85,24 +85,23 @@ class PostgresPool:
         self._pool = self._pool_loop = None
 
     async def listen(self, feed: EventFeed) -> None:
-        """LISTEN on a dedicated connection; after a reconnect every follower re-reads once (events
-        appended while nobody listened; the feed's watch tick would notice them too, a tick later)."""
-        reconnecting = False
+        """LISTEN on a dedicated connection; once listening (first time or after a reconnect) every
+        follower re-reads once: events appended while nobody listened were not announced (the feed's
+        watch tick would notice them too, a tick later)."""
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
                     self.url, autocommit=True, connect_timeout=int(self.config.connect_timeout_s)
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
-                    if reconnecting:
-                        feed.publish_all()
+                    feed.listener_up()
                     async for note in conn.notifies():
                         run_id, _, seq = note.payload.rpartition(":")
                         if seq.isdigit():
                             feed.publish(run_id, int(seq))
             except (psycopg.Error, OSError) as exc:
                 logger.warning("event listener on %s: %s; reconnecting", self.display_url, exc)
-                reconnecting = True
+                feed.listener_down()
                 await asyncio.sleep(1.0)
 
 

@@ -276,13 +276,20 @@ def test_followers_wake_on_their_run_only_even_from_another_store(make_store: Ca
             lease = await driver.create_run(record("r1"), owner="a", ttl_s=LONG)
             other = await driver.create_run(record("r2"), owner="a", ttl_s=LONG)
             with follower.subscribe("r1") as mine, follower.subscribe("r2") as idle:
+                # PostgreSQL: events appended before the listener's LISTEN are not announced to it (its
+                # start-up re-read wakes everyone once); wait for it so the counts below are the events'
+                await asyncio.wait_for(follower.feed.wait_live(), timeout=10)
+                for sub in (mine, idle):
+                    if sub.wakeups:
+                        await sub.wait()
+                idle_before = idle.wakeups
                 for _ in range(3):
                     await driver.append_event(other, "node_started")  # not r1's business
                 await driver.append_event(lease, "run_started")
                 await asyncio.wait_for(mine.wait(), timeout=10)
                 seen = await follower.events("alice", "r1")
                 assert [e.type for e in seen] == ["run_started"]
-                assert idle.wakeups >= 1  # r2's follower did wake for r2
+                assert idle.wakeups > idle_before  # r2's follower did wake for r2 (its events came first)
                 woken = mine.wakeups
                 await driver.append_event(other, "node_finished")
                 await asyncio.wait_for(idle.wait(), timeout=10)
