@@ -10,6 +10,8 @@ and the baselines in the same run, plus the travel/meeting set with its pack →
 Any data/spec pair in the NESTFUL format can be added with `--data FILE --spec FILE --name NAME`.
 `python -m benchmarks.planner_bench calibrate [--precision 0.9]` — the skeleton thresholds, chosen on the pools
 (benchmarks/skeleton_calibration.py; no engine) → benchmarks/results/skeleton_calibration.{json,md}
+`python -m benchmarks.planner_bench calibrate-refs` — the learned data-flow rule, chosen on the pools
+(benchmarks/reference_calibration.py; no engine) → benchmarks/results/reference_calibration.{json,md}
 """
 
 from __future__ import annotations
@@ -262,8 +264,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     cal.add_argument("--engine-url", default=None, help="measure the planner without a skeleton on the pools")
     cal.add_argument("--model", default="smollm2-135m-instruct")
     cal.add_argument("--cache", type=Path, default=None, help="JSON file keeping measured items (resumable)")
+    refs = sub.add_parser("calibrate-refs", help="the learned data-flow rule on the pools (offline)")
+    refs.add_argument("--sets", nargs="*", default=["glaive", "sgd"], help="NESTFUL files (glaive, sgd)")
+    refs.add_argument("--root", type=Path, default=nestful.DEFAULT_ROOT, help="folder of the NESTFUL files")
+    refs.add_argument("--seed", type=int, default=13, help="split seed")
+    refs.add_argument("--precision", type=float, default=0.85, help="share of forced arguments that must be refs")
+    refs.add_argument("--omitted", type=float, default=0.15, help="most forced arguments gold leaves out")
     args = parser.parse_args(argv)
-    if args.command == "calibrate":
+    if args.command == "calibrate-refs":
+        from benchmarks.reference_calibration import calibrate as calibrate_refs
+        from benchmarks.reference_calibration import calibration_markdown as refs_markdown
+
+        found = calibrate_refs(
+            args.sets, args.root, seed=args.seed, precision=args.precision, omitted=args.omitted, embedder=embedder()
+        )
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "reference_calibration.json").write_text(json.dumps(found, indent=1))
+        (RESULTS / "reference_calibration.md").write_text(refs_markdown(found))
+    elif args.command == "calibrate":
         report = asyncio.run(_calibrate(args))
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "skeleton_calibration.json").write_text(json.dumps(report, indent=1))

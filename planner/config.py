@@ -148,6 +148,31 @@ class PlannerConfig(BaseModel):
         "at every cosine from 0.2 to 0.65 and the measure was flat there: 0.35 is the highest threshold that "
         "still took all 20 travel skeletons. None disables.",
     )
+    learned_refs_min_count: int | None = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description="Data flow learned from demonstrations (planner/dataflow.py): an argument that the nearest "
+        "demonstrations filled with an earlier node's output at least this many times, and at least "
+        "`learned_refs_min_rate` of the times they gave it, is offered only references when its node follows "
+        "another (unless the request writes a value right after its name). Calibrated on the pools only: "
+        "`python -m benchmarks.planner_bench calibrate-refs` (benchmarks/results/reference_calibration.md): leave-one-out "
+        "over the 108 NESTFUL pool items and the 30 travel demonstrations, the highest NESTFUL recall of gold "
+        "references (0.611) with precision >= 0.85 on both pools (0.907 NESTFUL, 1.0 travel). None disables.",
+    )
+    learned_refs_min_rate: float = Field(
+        default=0.75,
+        gt=0,
+        le=1,
+        description="Share of an argument's demonstrated values that were references (see learned_refs_min_count).",
+    )
+    learned_refs_fetch: int = Field(
+        default=64,
+        ge=0,
+        le=256,
+        description="Demonstrations per source (the tenant's memory, each pack) the data flow is learned from, "
+        "nearest first. 0 disables.",
+    )
     skeleton_min_score: float | None = Field(
         default=0.85,
         ge=-1,

@@ -33,6 +33,20 @@ def _cue_match(candidate: Candidate, arg: str) -> int:
     return len(own & set(candidate.cue.split()[-3:]))
 
 
+_LOOSE_KINDS = ("phrase", "ngram")  # spans cut from the prose: any argument's name may precede one
+
+
+def cued(values: RequestValues, arg: str, span: tuple[int, int] | None) -> bool:
+    """The request writes a definite value (quoted, a number, a date, an address…) right after this
+    argument's name ("an amount of 50", 'the message "hi"'), inside the node's step when it is known."""
+    return any(
+        c.kind not in _LOOSE_KINDS
+        and _cue_match(c, arg) > 0
+        and (span is None or c.start < 0 or span[0] <= c.start < span[1])
+        for c in values.candidates
+    )
+
+
 def _type_ok(candidate: Candidate, schema: dict[str, Any], arg: str) -> bool:
     kind = schema.get("type")
     if kind in ("number", "integer"):

@@ -77,6 +77,7 @@ class ValueContext:
     forced_refs: Mapping[str, str] | None = None  # skeleton: argument → reference (the only refs offered)
     preferred: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # argument → pack values, first
     excluded: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # argument → values a retry removed
+    refs_only: Mapping[str, Sequence[str]] = field(default_factory=dict)  # argument → the earlier nodes it takes
 
 
 _SCALAR: JsonSchema = {"type": ["string", "number", "boolean", "null"]}
@@ -128,6 +129,8 @@ class SchemaBuilder:
             sub = tool.properties[name]
             if context.forced_refs is not None and name in context.forced_refs:
                 value: JsonSchema | None = {"enum": [context.forced_refs[name]]}
+            elif name in context.refs_only and (learned := self._learned_ref(sub, name, context)) is not None:
+                value = learned
             else:
                 value = self._value(sub if isinstance(sub, dict) else {}, _Slot(name, need, 0), context)
             if value is None:
@@ -314,6 +317,14 @@ class SchemaBuilder:
             if value not in kept and value not in excluded and not isinstance(value, bool):
                 kept.append(value)
         return kept[:limit]
+
+    def _learned_ref(self, schema: Any, name: str, context: ValueContext) -> JsonSchema | None:
+        """Only references to the given earlier nodes (planner/dataflow.py: a tenant's history); None when
+        none of their outputs fits the argument's type (the argument keeps its usual grammar)."""
+        kind = schema.get("type") if isinstance(schema, dict) else None
+        nodes = {f"${node}" for node in context.refs_only[name]}
+        refs = [r for r in self._refs(kind if isinstance(kind, str) else "", context) if r.split(".")[0] in nodes]
+        return _ref_option(refs, context.grounding)
 
     def _refs(self, kind: str, context: ValueContext) -> list[str]:
         if context.forced_refs is not None:

@@ -19,7 +19,7 @@ from typing import Any
 from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
 from planner.config import CONFIG_DIR, Grounding, PlannerConfig
-from planner.dataflow import reference_hints
+from planner.dataflow import LearnedRule, References, learn_references, learned_references, reference_hints
 from planner.decoding import Decoded, NodeTurn, PlanDecoder
 from planner.demos import (
     Demonstration,
@@ -29,7 +29,7 @@ from planner.demos import (
     skeleton_refs,
     usable,
 )
-from planner.drafting import draft_args
+from planner.drafting import cued, draft_args
 from planner.fallback import FallbackError, proposal_plan
 from planner.grammar import Upstream, ValueContext, wrap_reference
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
@@ -59,6 +59,7 @@ class _Request:
     demos: list[Demonstration]
     skeleton: Demonstration | None
     tenant: str
+    references: References  # how the retrieved demonstrations filled each (tool, argument)
 
 
 class PlannerService:
@@ -175,13 +176,13 @@ class PlannerService:
         packs = self.packs_for(catalog)
         values = extract(request, today)
         selection = await self.selector.select(request, catalog, limit=self.config.prompt_max_tools)
-        demos, skeleton = await self._demonstrations(request, catalog, packs, tenant, selection.sequence)
+        demos, skeleton, references = await self._demonstrations(request, catalog, packs, tenant, selection.sequence)
         shortlist = selection.shortlist
         wanted = [t for d in usable(demos, catalog) for t in d.tools() if t not in shortlist]
         if wanted:  # a usable demonstration's tools are strong evidence: keep them in the prompt
             names = set(shortlist.names()) | set(wanted)
             selection.shortlist = catalog.subset([n for n in catalog.names() if n in names])
-        return _Request(request, catalog, values, selection, packs, demos, skeleton, tenant)
+        return _Request(request, catalog, values, selection, packs, demos, skeleton, tenant, references)
 
     async def _run(
         self, request: str, catalog: ToolCatalog, *, tenant: str, cache_salt: str | None, extra: str
@@ -259,6 +260,7 @@ class PlannerService:
             req, demos, oneshot=False, extra=extra + plan_try.feedback, grounding=plan_try.grounding
         )
         forced = skeleton_refs(skeleton) if skeleton is not None else None
+        rule = self._learned_rule() if plan_try.use_skeleton else None  # a retry drops learned structure too
 
         async def node_context(index: int, name: str, tools: list[str], written: list[dict[str, Any]]) -> NodeTurn:
             tool = shortlist.get(name)
@@ -268,6 +270,11 @@ class PlannerService:
             preferred: dict[str, list[Any]] = {}
             for pack in req.packs:
                 preferred.update(pack.preferred_values(req.text, tool, config.effective_today()))
+            learned: dict[str, tuple[str, ...]] = {}
+            if rule is not None:
+                learned = learned_references(
+                    tool, req.references, rule, upstream, lambda arg: cued(req.values, arg, span)
+                )
             context = ValueContext(
                 grounding=plan_try.grounding,
                 values=req.values,
@@ -276,6 +283,7 @@ class PlannerService:
                 forced_refs=forced[index] if forced is not None and index < len(forced) else None,
                 preferred=preferred,
                 excluded=plan_try.excluded,
+                refs_only=learned,
             )
             shown = _shown_values(req.values, tool.arg_names(), preferred, span)
             refs = reference_hints(step.text if step else req.text, tool.arg_names(), upstream)
@@ -326,19 +334,31 @@ class PlannerService:
                 return messages
             kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
 
+    def _learned_rule(self) -> LearnedRule | None:
+        config = self.config
+        if config.learned_refs_min_count is None or config.learned_refs_fetch == 0:
+            return None
+        return LearnedRule(config.learned_refs_min_count, config.learned_refs_min_rate)
+
     async def _demonstrations(
         self, request: str, catalog: ToolCatalog, packs: list[DomainPack], tenant: str, proposal: Sequence[str] = ()
-    ) -> tuple[list[Demonstration], Demonstration | None]:
-        """The examples (farthest first) and the skeleton: a demonstration whose structure is reused."""
+    ) -> tuple[list[Demonstration], Demonstration | None, References]:
+        """The examples (farthest first), the skeleton (a demonstration whose structure is reused) and the
+        data flow learned from the nearest `learned_refs_fetch` demonstrations of each source."""
         k = self.config.demonstrations_k
         if k == 0:
-            return [], None
+            return [], None, {}
         sources: list[DemonstrationSource] = [self._pack_demos[p.name] for p in packs]
         if self.demos is not None:
             sources.insert(0, self.demos)
+        fetch = max(8, k * 4)
+        learn = self.config.learned_refs_fetch if self._learned_rule() is not None else 0
         found: list[Demonstration] = []
+        nearest: list[Demonstration] = []
         for source in sources:
-            found += await asyncio.to_thread(source.search, request, max(8, k * 4), tenant=tenant)
+            hits = await asyncio.to_thread(source.search, request, max(fetch, learn), tenant=tenant)
+            found += hits[:fetch]
+            nearest += hits[:learn]
         found.sort(key=lambda d: -d.score)
         own = usable(found, catalog)
         expected: set[str] = set()
@@ -353,7 +373,7 @@ class PlannerService:
         if skeleton is not None:
             demos = [skeleton, *(d for d in demos if d is not skeleton)][:k]
         demos.reverse()  # the nearest example (the skeleton, when there is one) right before the request
-        return demos, skeleton
+        return demos, skeleton, learn_references(nearest, catalog)
 
     def _fallback(
         self,
