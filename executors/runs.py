@@ -317,13 +317,16 @@ class RunService:
         return live is not None and not live.keeper.lost
 
     async def _may_change(self, tenant: str, run_id: str) -> bool:
-        """A driver lives, or the run waits for a person (whose decision wakes the followers)."""
+        """A driver lives, or the run waits for a person (whose decision wakes the followers). A live
+        lease counts whatever the status says: a driver records the final status before it appends
+        `run_finished` and releases the lease after, so a follower in another process that saw the
+        status alone would end the stream without the run's last event."""
         if self._drives(run_id):
             return True
         record = await self.store.get_run(tenant, run_id)
         if record is None:
             return False
-        return record.status == "awaiting_approval" or (record.status == "running" and record.driven)
+        return record.status == "awaiting_approval" or record.driven
 
     def launch(self, lease: Lease, *, resumed: bool, announce: Announcement | None = None) -> None:
         """Drive the run whose lease this process just acquired, in a background task."""

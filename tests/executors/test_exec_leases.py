@@ -13,7 +13,7 @@ from exec_helpers import FlakyState, make_registry, make_scheduler, plan_of, run
 from executors.leases import LeaseKeeper
 from executors.observation import NodeResult
 from executors.runs import RunService
-from executors.stores import RunStore
+from executors.stores import RunRecord, RunStore
 from planner.plan import PlanNode
 
 
@@ -81,3 +81,37 @@ def test_dependants_use_the_committed_output() -> None:
     outcome = run(make_scheduler(make_registry()).run_plan(plan, observer=CommittedElsewhere()))
     assert outcome.ok and outcome.results["n1"].output["label"] == "committed"  # type: ignore[index]
     assert (outcome.results["n2"].args or {})["label"] == "committed"
+
+
+def test_a_follower_elsewhere_waits_for_run_finished_after_the_final_status(
+    make_store: Callable[..., RunStore],
+) -> None:
+    """A driver writes the final status, then appends `run_finished`, then releases its lease. A
+    follower in another process that looks in between must not end the stream without that event."""
+    plan = plan_of({"id": "n1", "tool": "echo", "args": {"label": "x"}})
+
+    async def go() -> list[str]:
+        driver, follower_store = make_store(), make_store()
+        follower = RunService(follower_store, make_scheduler(make_registry()), replica_id="replica-b")
+        try:
+            lease = await driver.create_run(
+                RunRecord(run_id="r1", tenant="alice", request="x", plan=plan), owner="replica-a", ttl_s=30
+            )
+            await driver.append_event(lease, "run_started")
+            await driver.update_run(lease, status="succeeded")  # the verdict, before its event
+
+            async def follow() -> list[str]:
+                return [e.type async for e in follower.events("alice", "r1")]
+
+            task = asyncio.create_task(follow())
+            await asyncio.sleep(0.5)  # ten watch ticks: the follower has read run_started and looked
+            assert not task.done(), "the stream ended before run_finished"
+            await driver.append_event(lease, "run_finished", data={"status": "succeeded"})
+            await driver.release_lease(lease)
+            return await asyncio.wait_for(task, timeout=10)
+        finally:
+            await follower.aclose()
+            await follower_store.aclose()
+            await driver.aclose()
+
+    assert run(go()) == ["run_started", "run_finished"]
