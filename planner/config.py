@@ -156,9 +156,10 @@ class PlannerConfig(BaseModel):
         "demonstrations filled with an earlier node's output at least this many times, and at least "
         "`learned_refs_min_rate` of the times they gave it, is offered only references when its node follows "
         "another (unless the request writes a value right after its name). Calibrated on the pools only: "
-        "`python -m benchmarks.planner_bench calibrate-refs` (benchmarks/results/reference_calibration.md): leave-one-out "
-        "over the 108 NESTFUL pool items and the 30 travel demonstrations, the highest NESTFUL recall of gold "
-        "references (0.611) with precision >= 0.85 on both pools (0.907 NESTFUL, 1.0 travel). None disables.",
+        "`python -m benchmarks.planner_bench calibrate-refs` (benchmarks/results/reference_calibration.md): "
+        "leave-one-out over the 108 NESTFUL pool items and the 30 travel demonstrations, the highest NESTFUL "
+        "recall of gold references (0.611) with precision >= 0.85 on both pools (0.907 NESTFUL, 1.0 travel). "
+        "None disables.",
     )
     learned_refs_min_rate: float = Field(
         default=0.75,
