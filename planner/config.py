@@ -69,6 +69,15 @@ class SelectionConfig(BaseModel):
     repeat_margin: float = Field(
         default=0.15, ge=0, le=2, description="A tool already proposed yields to a runner-up within this margin."
     )
+    repeat_mask: bool = Field(
+        default=True,
+        description="A step proposed a tool an earlier step has is re-scored without the words it shares with "
+        "those steps (it may only name their result); another tool that fits the rest by repeat_mask_margin wins, "
+        "and a verbless step left with a repeat joins the step before it. Developed on the pools only: proposal "
+        "node F1 0.905 -> 0.922 (glaive pool, exact tool multisets 58 -> 63 of 85), sgd pool 0.986 and the travel "
+        "demonstrations 0.844 unchanged.",
+    )
+    repeat_mask_margin: float = Field(default=0.0, ge=-2, le=2, description="See repeat_mask.")
     prerequisites: bool = Field(
         default=True, description="Propose the tool whose outputs a proposed tool's required arguments need."
     )

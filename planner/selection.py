@@ -5,7 +5,10 @@
    is the best `limit` tools (the model and the grammar see only these; validation sees the catalog).
 2. Each step is given its best tool when that similarity is at least `step_min`; a tool already given
    to an earlier step yields to the step's runner-up when the runner-up is within `repeat_margin`
-   (plans rarely call one tool twice, but still can).
+   (plans rarely call one tool twice, but still can). A step still given an earlier step's tool is
+   scored again without the words it shares with those steps: "then calculate the square of the
+   monthly mortgage payment" only names the earlier result, and the rest fits another tool
+   (`repeat_mask`); a verbless step left with a repeat joins the step before it.
 3. Data flow adds prerequisites: a proposed tool whose required arguments are mostly fields that only
    another shortlisted tool outputs ("reserve" needs the `car_id` that "search" returns) gets that tool
    before it. Uses output schemas; plain OpenAI tools without them get no prerequisites.
@@ -68,6 +71,10 @@ class Selection:
         }
 
 
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2}
+
+
 def tool_text(tool: ToolDef) -> str:
     words = re.sub(r"([a-z])([A-Z])", r"\1 \2", tool.name).replace("_", " ").replace(".", " ").replace("-", " ")
     return f"{words}: {tool.description}" if tool.description else words
@@ -92,6 +99,8 @@ class ToolSelector:
         shortlist = catalog if len(catalog) <= limit else catalog.subset([names[i] for i in keep])
         steps, per_step = self._merge_implicit(steps, per_step, names)
         hints = self._hints(steps, per_step, names, set(shortlist.names()))
+        if self.config.repeat_mask:
+            hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
         sequence = self._with_prerequisites([h.tool for h in hints if h.tool], shortlist)
         top = float(per_step.max()) if per_step.size else 0.0
         return Selection(
@@ -140,6 +149,52 @@ class ToolSelector:
             used.append(names[choice])
             hints.append(StepHint(step, names[choice], float(per_step[i, choice])))
         return hints
+
+    async def _unmask_repeats(
+        self, request: str, hints: list[StepHint], tool_vectors: np.ndarray, names: list[str], allowed: set[str]
+    ) -> list[StepHint]:
+        """A step given a tool an earlier step already has often only *names* that step's result ("then
+        calculate the square of the monthly mortgage payment"): without the words it shares with those
+        earlier steps, another tool may fit it clearly better, and then it gets that one. A verbless
+        (implicit) step left with a repeat is more of the step before it ("…, a due date of May 1 for
+        the calculated payment"): it joins that step."""
+        repeats: list[tuple[int, str]] = []
+        for i, hint in enumerate(hints):
+            earlier = [h.step.text for h in hints[:i] if h.tool is not None and h.tool == hint.tool]
+            if hint.tool is None or not earlier:
+                continue
+            shared = {w for text in earlier for w in _words(text)}
+            kept = [w for w in re.findall(r"[A-Za-z0-9']+", hint.step.text) if w.lower() not in shared]
+            if kept:
+                repeats.append((i, " ".join(kept)))
+        if not repeats:
+            return hints
+        vectors = await self.embedder.aembed([text for _, text in repeats])
+        scores = vectors @ tool_vectors.T
+        out = list(hints)
+        for (i, _), row in zip(repeats, scores, strict=True):
+            hint = out[i]
+            used = {h.tool for h in out[:i] if h.tool is not None}
+            same = names.index(hint.tool) if hint.tool in names else -1
+            order = [j for j in np.argsort(-row, kind="stable") if names[j] in allowed and names[j] not in used]
+            if not order or same < 0:
+                continue
+            alt = order[0]
+            if row[alt] >= self.config.step_min and row[alt] >= row[same] + self.config.repeat_mask_margin:
+                out[i] = StepHint(hint.step, names[alt], float(row[alt]))
+            elif hint.step.implicit and i > 0:
+                out[i] = StepHint(hint.step, None, hint.score)  # joined below
+        joined: list[StepHint] = []
+        for i, hint in enumerate(out):
+            if hint.tool is None and hints[i].tool is not None and joined:
+                last = joined[-1]
+                step = Step(
+                    request[last.step.start : hint.step.end], last.step.start, hint.step.end, last.step.implicit
+                )
+                joined[-1] = StepHint(step, last.tool, last.score)
+                continue
+            joined.append(hint)
+        return joined
 
     def _with_prerequisites(self, sequence: list[str], shortlist: ToolCatalog) -> list[str]:
         if not self.config.prerequisites:

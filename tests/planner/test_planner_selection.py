@@ -125,3 +125,41 @@ def test_draft_reuses_an_earlier_literal_of_the_same_argument_and_refers_to_unkn
         step="reserve it",
     )
     assert reserve == {"car_id": "$n1.car_id", "car_type": "$n1.car_type", "date": "01/10/2024"}
+
+
+def test_a_step_that_only_names_an_earlier_result_gets_its_own_tool(minilm: CachedEmbedder) -> None:
+    """MiniLM: the second step mentions the mortgage payment, but asks for its square; two flight
+    searches stay two flight searches (the words left after the shared ones fit no other tool)."""
+    catalog = ToolCatalog.from_openai(
+        [
+            fn(
+                "calculate_mortgage_payment",
+                "Calculate the monthly mortgage payment",
+                {"loan_amount": {"type": "number"}},
+                ["loan_amount"],
+            ),  # fmt: skip
+            fn("calculate_squared", "Calculate the square of a number", {"number": {"type": "number"}}, ["number"]),
+            fn(
+                "search_flights",
+                "Search for flights between two cities on a date",
+                {"origin": {"type": "string"}, "destination": {"type": "string"}},
+                ["origin", "destination"],
+            ),  # fmt: skip
+            fn("send_email", "Send an email", {"to": {"type": "string"}}, ["to"]),
+        ]
+    )
+
+    def proposal(request: str, **config: Any) -> list[str]:
+        selector = ToolSelector(minilm, SelectionConfig(**config))
+        return asyncio.run(selector.select(request, catalog, limit=8)).sequence
+
+    mortgage = (
+        "Calculate the monthly mortgage payment for a loan of 200000 at 3% over 30 years, "
+        "and then calculate the square of the monthly mortgage payment."
+    )
+    assert proposal(mortgage) == ["calculate_mortgage_payment", "calculate_squared"]
+    assert proposal(mortgage, repeat_mask=False) == ["calculate_mortgage_payment"] * 2  # what it did before
+    trips = (
+        "Search flights from Shanghai to Hangzhou on June 1, then search flights from Hangzhou to Beijing on June 5."
+    )
+    assert proposal(trips) == ["search_flights", "search_flights"]
