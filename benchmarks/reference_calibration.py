@@ -30,9 +30,10 @@ from typing import Any
 from benchmarks import nestful, planner_eval
 from benchmarks.skeleton_calibration import travel_pool
 from planner.catalog import ToolCatalog
-from planner.dataflow import LearnedRule, learn_references, referenced_nodes
+from planner.dataflow import ArgHistory, LearnedRule, learn_references
 from planner.demos import Demonstration, EmbeddingDemonstrations
 from planner.drafting import cued
+from planner.plan import iter_references
 from planner.similarity import CachedEmbedder
 from planner.values import extract
 
@@ -68,7 +69,7 @@ def decisions(cases: Sequence[planner_eval.EvalCase], embedder: CachedEmbedder, 
             for arg in catalog.get(node.tool).arg_names():
                 history = histories.get((node.tool, arg))
                 value = node.args.get(arg)
-                gold = "omitted" if arg not in node.args else ("ref" if referenced_nodes(value) else "literal")
+                gold = "omitted" if arg not in node.args else ("ref" if any(iter_references(value)) else "literal")
                 out.append(
                     Decision(
                         case.id,
@@ -82,8 +83,6 @@ def decisions(cases: Sequence[planner_eval.EvalCase], embedder: CachedEmbedder, 
 
 
 def evaluate(rows: Sequence[Decision], rule: LearnedRule) -> dict[str, Any]:
-    from planner.dataflow import ArgHistory
-
     forced = [r for r in rows if not r.cued and rule.applies(ArgHistory(r.refs, r.literals))]
     hits = sum(r.gold == "ref" for r in forced)
     wrong = sum(r.gold == "literal" for r in forced)

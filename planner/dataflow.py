@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from planner.catalog import ToolCatalog, ToolDef
 from planner.demos import Demonstration
 from planner.grammar import Upstream
+from planner.plan import iter_references
 from planner.values import name_tokens
 
 _ANAPHORA = re.compile(r"\b(it|its|them|they|this|that|these|those|result|results|output|above|previous|same)\b", re.I)
@@ -87,24 +87,13 @@ def learn_references(demos: Iterable[Demonstration], catalog: ToolCatalog) -> Re
                 continue
             for arg, value in args.items():
                 history = out.setdefault((str(name), arg), ArgHistory())
-                upstream = referenced_nodes(value)
+                upstream = {ref.node for ref in iter_references(value)}
                 if upstream:
                     history.refs += 1
                     history.sources |= {tools[u] for u in upstream if u in tools}
                 else:
                     history.literals += 1
     return out
-
-
-def referenced_nodes(value: Any) -> set[str]:
-    """The node ids a value references (`$n1.x` → n1), at any depth."""
-    if isinstance(value, str):
-        return {value[1:].split(".", 1)[0]} if value.startswith("$n") else set()
-    if isinstance(value, list):
-        return {n for item in value for n in referenced_nodes(item)}
-    if isinstance(value, dict):
-        return {n for item in value.values() for n in referenced_nodes(item)}
-    return set()
 
 
 @dataclass(frozen=True)
