@@ -46,6 +46,7 @@ class ToolDef:
     description: str
     parameters: Mapping[str, Any]
     output_fields: tuple[tuple[str, str], ...] = ()  # (field path, JSON type or "")
+    output_type: str = ""  # the declared output's JSON type ("" when the tool declares none)
 
     @property
     def properties(self) -> dict[str, Any]:
@@ -152,7 +153,9 @@ def _parse_tool(entry: Any, where: str, problems: list[str]) -> ToolDef | None:
     params = dict(parameters)
     params.setdefault("properties", {})
     params.setdefault("type", "object")
-    return ToolDef(name, description.strip(), params, output_fields(output) if isinstance(output, dict) else ())
+    if not isinstance(output, dict):
+        return ToolDef(name, description.strip(), params)
+    return ToolDef(name, description.strip(), params, output_fields(output), output_type(output))
 
 
 def _check_parameters(parameters: Any, where: str, problems: list[str]) -> None:
@@ -271,9 +274,22 @@ def output_fields(schema: Mapping[str, Any], prefix: str = "", depth: int = 0) -
     return tuple(found)
 
 
+def output_type(schema: Mapping[str, Any]) -> str:
+    """The JSON type an output schema declares: its `type` (nullable unwrapped), "object" when it only
+    lists properties, "" when it says nothing definite (a union of types, no schema)."""
+    schema = _unwrap_nullable(schema)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    if isinstance(kind, str):
+        return kind
+    return "object" if isinstance(schema.get("properties"), dict) else ""
+
+
 def _catalog_hash(tools: Sequence[ToolDef]) -> str:
     canonical = json.dumps(
-        [[t.name, t.description, t.parameters, list(t.output_fields)] for t in tools],
+        [[t.name, t.description, t.parameters, list(t.output_fields), t.output_type] for t in tools],
         sort_keys=True,
         separators=(",", ":"),
     )

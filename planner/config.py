@@ -50,7 +50,7 @@ class GrammarConfig(BaseModel):
     reference_fields: bool = Field(
         default=True,
         description="Offer `$nK.field` references for the fields of upstream tools that declare an output schema "
-        "(`$nK`, the whole output, is always offered).",
+        "(`$nK`, the whole output, is offered wherever its declared type fits the argument's).",
     )
     max_array_items: int = Field(default=6, ge=1, le=32, description="maxItems on array arguments.")
     max_depth: int = Field(default=3, ge=1, le=6, description="Nesting of object arguments written field by field.")

@@ -21,8 +21,10 @@ request (planner/values.py) are *preferred*, and the grounding mode says how str
 In `free` and `hybrid` a reference is written `{"ref": "$n1.total"}` (unwrapped the same way), so that it
 never overlaps a free string in the grammar.
 
-References: `$nK` (the whole output of an upstream node) is always offered; `$nK.field` where the
-upstream tool declares an output schema, for fields of a compatible type. A skeleton (a retrieved
+References: `$nK` (the whole output of an upstream node) and `$nK.field` (where the upstream tool
+declares an output schema) are offered where their type fits the argument's: a tool that declares an
+object output offers `$nK` to object-typed (or untyped) arguments only, one that declares none
+offers it everywhere. A skeleton (a retrieved
 demonstration's structure) fixes the references instead. A client tool's own `pattern` never enters a
 grammar (it could blow up compilation); candidates are filtered by it and validation enforces it.
 """
@@ -332,7 +334,8 @@ class SchemaBuilder:
         wanted = _COMPATIBLE.get(kind, set(_COMPATIBLE))
         refs: list[str] = []
         for up in context.upstream:
-            refs.append(f"${up.node_id}")
+            if not kind or not up.tool.output_type or up.tool.output_type in wanted:
+                refs.append(f"${up.node_id}")
             if self.config.reference_fields:
                 refs += [f"${up.node_id}.{path}" for path, k in up.tool.output_fields if not kind or k in wanted]
         return refs

@@ -127,6 +127,45 @@ def test_references_whole_output_without_schema_and_typed_fields_with_one() -> N
     assert not accepts(free, {"amount": {"ref": "$n3"}, "text": "x"})
 
 
+def test_the_whole_output_is_offered_only_where_its_declared_type_fits() -> None:
+    """An object output cannot be a number or a string argument; it can be an object or untyped one."""
+    typed = tool(
+        {"type": "object", "properties": {}},
+        "quote",
+        {"type": "object", "properties": {"total": {"type": "number"}, "items": {"type": "array"}}},
+    )
+    listing = tool({"type": "object", "properties": {}}, "names", {"type": "array", "items": {"type": "string"}})
+    consumer = tool(
+        {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "text": {"type": "string"},
+                "people": {"type": "array", "items": {"type": "string"}},
+                "payload": {"type": "object", "properties": {"a": {"type": "string"}}},
+                "anything": {},
+            },
+            "required": ["amount", "text", "people", "payload", "anything"],
+        }
+    )
+    assert typed.output_type == "object" and listing.output_type == "array"
+    ok = {"amount": "$n1.total", "text": "x", "people": "$n2", "payload": "$n1", "anything": "$n1"}
+    for grounding in ("grounded", "free"):
+        context = ValueContext(grounding, upstream=[Upstream("n1", typed), Upstream("n2", listing)])  # type: ignore[arg-type]
+        schema = SchemaBuilder(GrammarConfig(), 6).args_schema(consumer, context)
+
+        def refs(args: dict[str, Any], wrap: bool = grounding == "free") -> dict[str, Any]:
+            return {k: {"ref": v} if wrap and str(v).startswith("$") else v for k, v in args.items()}
+
+        assert accepts(schema, refs(ok))
+        assert accepts(schema, refs({**ok, "people": "$n1.items"}))  # a typed field still fits
+        assert not accepts(schema, refs({**ok, "amount": "$n1"}))  # an object for a number
+        if grounding == "free":  # (grounded mode without request values writes a free string as it is)
+            assert not accepts(schema, refs({**ok, "text": "$n1"}))  # an object for a string
+        assert not accepts(schema, refs({**ok, "people": "$n1"}))  # an object for a list
+        assert not accepts(schema, refs({**ok, "amount": "$n2"}))  # a list for a number
+
+
 def test_a_client_pattern_never_enters_the_grammar() -> None:
     parameters = {
         "type": "object",

@@ -81,7 +81,7 @@ def test_a_references_only_argument_gets_an_enum_of_the_given_nodes_outputs() ->
     upstream = [Upstream("n1", CATALOG.get("make_code"), {"length": 8})]
     context = ValueContext(upstream=upstream, refs_only={"message": ("n1",)}, grounding="grounded")
     schema = builder.args_schema(CATALOG.get("send_text"), context)
-    assert schema["properties"]["message"] == {"enum": ["$n1", "$n1.code"]}
+    assert schema["properties"]["message"] == {"enum": ["$n1.code"]}  # (its whole output is an object)
     assert schema["properties"]["number"] != schema["properties"]["message"]  # its usual grammar
     nothing_fits = ValueContext(upstream=upstream, refs_only={"message": ("n9",)}, grounding="grounded")
     usual = builder.args_schema(CATALOG.get("send_text"), ValueContext(upstream=upstream, grounding="grounded"))
@@ -103,6 +103,6 @@ def test_only_the_tenant_whose_history_it_is_gets_the_learned_grammar(minilm: An
         assert result.path == "model"
         return llm.history[2]["schema"]["properties"]["message"]
 
-    assert message_grammar("alice") == {"enum": ["$n1", "$n1.code"]}
+    assert message_grammar("alice") == {"enum": ["$n1.code"]}
     other = message_grammar("bob")  # no history: request values, references and free text as usual
-    assert other != {"enum": ["$n1", "$n1.code"]} and "anyOf" in other
+    assert other != {"enum": ["$n1.code"]} and "anyOf" in other
