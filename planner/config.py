@@ -81,6 +81,14 @@ class SelectionConfig(BaseModel):
     prerequisites: bool = Field(
         default=True, description="Propose the tool whose outputs a proposed tool's required arguments need."
     )
+    prerequisite_identifiers: tuple[str, ...] = Field(
+        default=("_name", "_id"),
+        max_length=8,
+        description="Argument name endings of identifiers (a `stylist_name`, a `car_id`): one required identifier "
+        "that another tool outputs is enough to propose that tool first (a lookup). Developed on the pools: sgd "
+        "pool proposal node F1 0.986 -> 1.000, glaive pool 0.922 and travel 0.844 unchanged; then once on the scored "
+        "halves: sgd 0.917 -> 0.961, glaive 0.948 unchanged. Empty: only the majority rule.",
+    )
     no_fit_below: float = Field(
         default=0.12,
         ge=-1,

@@ -10,8 +10,9 @@
    monthly mortgage payment" only names the earlier result, and the rest fits another tool
    (`repeat_mask`); a verbless step left with a repeat joins the step before it.
 3. Data flow adds prerequisites: a proposed tool whose required arguments are mostly fields that only
-   another shortlisted tool outputs ("reserve" needs the `car_id` that "search" returns) gets that tool
-   before it. Uses output schemas; plain OpenAI tools without them get no prerequisites.
+   another shortlisted tool outputs, or that needs one identifier another one outputs ("book" needs
+   the `stylist_name` that "find provider" returns, `prerequisite_identifiers`), gets that tool before
+   it. Uses output schemas; plain OpenAI tools without them get no prerequisites.
 4. When no step reaches `no_fit_below`, nothing in the catalog fits the request.
 
 The proposal is shown to the model as a hint (it still decides; the grammar allows every shortlisted
@@ -203,13 +204,16 @@ class ToolSelector:
         for name in sequence:
             tool = shortlist.get(name)
             required = set(tool.required)
-            if len(required) >= 2:
-                for other in shortlist:
-                    if other.name == name or other.name in sequence or other.name in out:
-                        continue
-                    produced = {path for path, _ in other.output_fields if "." not in path}
-                    overlap = len(required & produced)
-                    if overlap >= max(2, (len(required) + 1) // 2) and tool_verb(other.name) != tool_verb(name):
-                        out.append(other.name)
+            for other in shortlist:
+                if other.name == name or other.name in sequence or other.name in out:
+                    continue
+                produced = {path for path, _ in other.output_fields if "." not in path}
+                overlap = required & produced
+                most = len(required) >= 2 and len(overlap) >= max(2, (len(required) + 1) // 2)
+                if (most or self._identifiers(overlap)) and tool_verb(other.name) != tool_verb(name):
+                    out.append(other.name)
             out.append(name)
         return out
+
+    def _identifiers(self, names: set[str]) -> bool:
+        return any(n.endswith(self.config.prerequisite_identifiers) for n in names)

@@ -88,6 +88,30 @@ def test_a_prerequisite_producing_the_required_fields_comes_first() -> None:
     assert select("Reserve a rental car in Chicago", prerequisites=False).sequence == ["reserve_car"]
 
 
+def test_one_required_identifier_another_tool_outputs_brings_that_lookup_first() -> None:
+    """`book_stylist` needs a `stylist_name` (1 of its 3 required arguments: not the majority rule)."""
+    tools = ToolCatalog.from_openai(
+        [
+            fn("find_salon", "Find a hair salon in a city", {"city": {"type": "string"}}, ["city"],
+               {"stylist_name": "string", "phone": "string"}),  # fmt: skip
+            fn(
+                "book_stylist",
+                "Book an appointment with a hair stylist",
+                {"stylist_name": {"type": "string"}, "day": {"type": "string"}, "time": {"type": "string"}},
+                ["stylist_name", "day", "time"],
+                {"confirmed": "boolean"},
+            ),
+        ]
+    )
+
+    def sequence(**config: Any) -> list[str]:
+        selector = ToolSelector(CachedEmbedder(HashingEmbedder()), SelectionConfig(**config))
+        return asyncio.run(selector.select("Book an appointment with a stylist on Friday at 3pm", tools, limit=8)).sequence
+
+    assert sequence() == ["find_salon", "book_stylist"]
+    assert sequence(prerequisite_identifiers=()) == ["book_stylist"]
+
+
 def test_nothing_fits() -> None:
     selection = select("zzzz qqqq", no_fit_below=0.2)
     assert selection.no_fit and selection.sequence == []
