@@ -55,6 +55,14 @@ _COMPATIBLE = {
     "array": {"array", ""},
     "object": {"object", ""},
 }
+
+
+def fits(output_kind: str, arg_kind: str) -> bool:
+    """Whether an output of JSON type `output_kind` can fill an argument of type `arg_kind` ("": unknown
+    or untyped, which fits everything)."""
+    return not output_kind or not arg_kind or output_kind in _COMPATIBLE.get(arg_kind, set(_COMPATIBLE))
+
+
 _DATEISH = re.compile(r"date|day|_on$|^on$|deadline|due|birth|since|until", re.I)
 _TIMEISH = re.compile(r"time|hour|clock", re.I)
 
@@ -331,13 +339,12 @@ class SchemaBuilder:
     def _refs(self, kind: str, context: ValueContext) -> list[str]:
         if context.forced_refs is not None:
             return []
-        wanted = _COMPATIBLE.get(kind, set(_COMPATIBLE))
         refs: list[str] = []
         for up in context.upstream:
-            if not kind or not up.tool.output_type or up.tool.output_type in wanted:
+            if fits(up.tool.output_type, kind):
                 refs.append(f"${up.node_id}")
             if self.config.reference_fields:
-                refs += [f"${up.node_id}.{path}" for path, k in up.tool.output_fields if not kind or k in wanted]
+                refs += [f"${up.node_id}.{path}" for path, k in up.tool.output_fields if fits(k, kind)]
         return refs
 
 
