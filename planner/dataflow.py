@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from planner.catalog import ToolCatalog, ToolDef
 from planner.demos import Demonstration
-from planner.grammar import Upstream, fits
+from planner.grammar import Upstream
 from planner.plan import iter_references
 from planner.values import name_tokens
 
@@ -30,21 +30,18 @@ def _field_words(path: str) -> set[str]:
     return {t for part in path.split(".") for t in name_tokens(part) if len(t) > 2}
 
 
-def reference_hints(step: str, tool: ToolDef, upstream: Sequence[Upstream], *, limit: int = 8) -> list[str]:
-    """References worth showing for a node, best first (the grammar offers all of them anyway); a whole
-    output only where it fits one of the tool's arguments, as in the grammar."""
+def reference_hints(step: str, arg_names: Sequence[str], upstream: Sequence[Upstream], *, limit: int = 8) -> list[str]:
+    """References worth showing for a node, best first (the grammar offers all of them anyway)."""
     words = set(_WORD.findall(step.lower()))
-    args = {t for name in tool.arg_names() for t in name_tokens(name)}
-    kinds = [str(schema.get("type", "")) if isinstance(schema, dict) else "" for schema in tool.properties.values()]
+    args = {t for name in arg_names for t in name_tokens(name)}
     scored: list[tuple[float, int, str]] = []
     order = 0
     for distance, up in enumerate(reversed(upstream)):
         tool_words = {t for t in name_tokens(up.tool.name) if len(t) > 2}
         mentioned = bool(tool_words & words) or bool(_ANAPHORA.search(step))
         whole = 1.0 + (1.5 if mentioned else 0.0) - 0.2 * distance
-        if any(fits(up.tool.output_type, kind) for kind in kinds):
-            scored.append((whole, order, f"${up.node_id}"))
-            order += 1
+        scored.append((whole, order, f"${up.node_id}"))
+        order += 1
         for path, _kind in up.tool.output_fields:
             fw = _field_words(path)
             score = 2.0 * len(fw & words) + 1.5 * len(fw & args) + (0.5 if mentioned else 0.0) - 0.2 * distance

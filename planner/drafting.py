@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planner.catalog import ToolDef
-from planner.grammar import Upstream, fits
+from planner.grammar import Upstream
 from planner.values import Candidate, RequestValues, name_tokens
 
 _DATEISH = re.compile(r"date|day|deadline|due|birth", re.I)
@@ -142,7 +142,7 @@ def reference_options(
                     0.5 if field_kind == wanted else (-0.5 if field_kind and wanted and field_kind != wanted else 0.0)
                 )
                 out.append((score - 0.3 * distance, f"${up.node_id}.{path}"))
-        if not fields and anaphora and distance == 0 and fits(up.tool.output_type, wanted):
+        if not fields and anaphora and distance == 0:
             out.append((2.5, f"${up.node_id}"))
     return sorted(out, key=lambda item: -item[0])
 

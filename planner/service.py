@@ -286,7 +286,7 @@ class PlannerService:
                 refs_only=learned,
             )
             shown = _shown_values(req.values, tool.arg_names(), preferred, span)
-            refs = reference_hints(step.text if step else req.text, tool, upstream)
+            refs = reference_hints(step.text if step else req.text, tool.arg_names(), upstream)
             text = step.text if step is not None else req.text
             draft = draft_args(tool, req.values, span, upstream, preferred, text) if config.argument_hints else None
             if draft is not None and plan_try.grounding not in ("grounded", "strict"):  # as the grammar writes refs
