@@ -16,14 +16,9 @@ import json
 import time
 from typing import Any
 
+from contract.conditions import MAX_FANOUT, condition_problem
 from executors.condition_worker import ConditionEvaluator
-from executors.conditions import (
-    MAX_FANOUT,
-    MAX_INPUT_BYTES,
-    MAX_ITEMS,
-    check_condition,
-    condition_problem,
-)
+from executors.conditions import MAX_INPUT_BYTES, MAX_ITEMS, check_condition
 
 EXPRESSIONS = [
     "length([@,@,@,@][]|[@,@][]) > `0`",

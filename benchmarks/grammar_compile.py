@@ -18,8 +18,8 @@ from benchmarks import nestful
 from planner.catalog import ToolCatalog
 from planner.config import GrammarConfig
 from planner.grammar import SchemaBuilder, Upstream, ValueContext
-from planner.service import demo_catalog
 from planner.values import extract
+from serving.stack import demo_catalog
 
 TODAY = date(2026, 12, 1)
 

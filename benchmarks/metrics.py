@@ -20,7 +20,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from planner.plan import Plan, parse_reference
+from contract.plan import Plan, parse_reference
 
 
 @dataclass(frozen=True)

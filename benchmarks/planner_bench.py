@@ -26,8 +26,8 @@ from typing import Any
 from benchmarks import nestful, planner_eval
 from benchmarks.grammar_compile import compile_markdown, compile_report
 from benchmarks.planner_report import markdown
+from contract.plan import Plan
 from planner.config import PlannerConfig
-from planner.plan import Plan
 from planner.similarity import CachedEmbedder
 from serving.engine.process import existing_engine_key
 from serving.settings import load_settings
@@ -204,12 +204,9 @@ async def _calibrate(args: argparse.Namespace) -> dict[str, Any]:
 
 def _travel_cases(limit: int) -> list[planner_eval.EvalCase]:
     from executors.tools import default_registry
+    from serving.stack import openai_tools_of
 
-    tools = []
-    for spec in default_registry().catalog():  # the demo tools with their output schemas, as the gateway has them
-        entry = spec.openai_tool()
-        entry["function"]["output_schema"] = spec.output_schema
-        tools.append(entry)
+    tools = openai_tools_of(default_registry())  # the demo tools with their output schemas, as the gateway has them
     rows = [json.loads(line) for line in TRAVEL.read_text().splitlines() if line.strip()]
     return [planner_eval.EvalCase(r["id"], r["request"], Plan.model_validate(r["plan"]), tools) for r in rows[:limit]]
 

@@ -31,13 +31,14 @@ from typing import Any
 import jsonschema
 
 from benchmarks import metrics, nestful, splits
+from contract.demonstrations import Demonstration, DemonstrationSource
+from contract.plan import Plan, parse_reference
 from planner.catalog import ToolCatalog
 from planner.config import Grounding, PlannerConfig
-from planner.demos import Demonstration, DemonstrationSource, EmbeddingDemonstrations
+from planner.demos import EmbeddingDemonstrations
 from planner.fallback import FallbackError, proposal_plan
 from planner.grammar import SchemaBuilder, Upstream, ValueContext
 from planner.llm import PlannerLLM
-from planner.plan import Plan, parse_reference
 from planner.selection import ToolSelector
 from planner.service import PlanningFailed
 from planner.similarity import CachedEmbedder

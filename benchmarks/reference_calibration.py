@@ -29,11 +29,12 @@ from typing import Any
 
 from benchmarks import nestful, planner_eval
 from benchmarks.skeleton_calibration import travel_pool
+from contract.demonstrations import Demonstration
+from contract.plan import iter_references
 from planner.catalog import ToolCatalog
 from planner.dataflow import ArgHistory, LearnedRule, learn_references
-from planner.demos import Demonstration, EmbeddingDemonstrations
+from planner.demos import EmbeddingDemonstrations
 from planner.drafting import cued
-from planner.plan import iter_references
 from planner.similarity import CachedEmbedder
 from planner.values import extract
 

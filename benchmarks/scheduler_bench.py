@@ -25,12 +25,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.plan import Plan
 from executors.config import ExecutorConfig
 from executors.registry import ToolRegistry
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
 from executors.stores import RunsConfig, open_run_store, url_scheme
-from planner.plan import Plan
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 EFFICIENCY_TARGET = 0.9

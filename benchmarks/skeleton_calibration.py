@@ -38,11 +38,12 @@ from typing import Any
 
 from benchmarks import metrics, nestful, planner_eval
 from benchmarks.harness.planners import patiently
+from contract.demonstrations import Demonstration
+from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.config import CONFIG_DIR, PlannerConfig
-from planner.demos import Demonstration, EmbeddingDemonstrations, load_demonstrations, usable
+from planner.demos import EmbeddingDemonstrations, load_demonstrations, usable
 from planner.packs import DomainPack, load_packs
-from planner.plan import Plan
 from planner.selection import ToolSelector
 from planner.similarity import CachedEmbedder
 
@@ -112,7 +113,7 @@ async def leave_one_out_items(
 
 def travel_pool() -> list[planner_eval.EvalCase]:
     """The travel pack's demonstrations as pool items over the demo catalog."""
-    from planner.service import demo_catalog
+    from serving.stack import demo_catalog
 
     tools = [
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}

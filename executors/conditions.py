@@ -37,36 +37,16 @@ from typing import Any
 
 from jmespath import functions as jmespath_functions
 from jmespath.exceptions import JMESPathError
-from jmespath.parser import Parser
 from jmespath.visitor import Options, TreeInterpreter
 
+from contract import conditions as contract_conditions
+from contract.conditions import DEFAULT_MAX_CHARS, ConditionLanguageError, first_line, quote_expression
 from executors.errors import ConditionFailed, ExecutorError, InvalidCondition
 
-DEFAULT_MAX_CHARS = 500
-MAX_NODES = 64
-MAX_DEPTH = 16
-MAX_FANOUT_NODES = 8
-MAX_FANOUT = 8
-MAX_LITERAL_CHARS = 256
 MAX_INPUT_BYTES = 1_048_576
 MAX_ITEMS = 100_000
 MAX_STRING_CHARS = 1_000_000
 EVAL_TIMEOUT_S = 2.0
-
-NODE_TYPES = frozenset(
-    {
-        "and_expression", "comparator", "current", "expref", "field", "filter_projection", "flatten",
-        "function_expression", "identity", "index", "index_expression", "key_val_pair", "literal",
-        "multi_select_dict", "multi_select_list", "not_expression", "or_expression", "pipe",
-        "projection", "slice", "subexpression", "value_projection",
-    }
-)  # fmt: skip
-FANOUT_TYPES = frozenset(
-    {"projection", "value_projection", "filter_projection", "flatten", "multi_select_list", "multi_select_dict"}
-)
-FUNCTIONS = frozenset(
-    name.removeprefix("_func_") for name in dir(jmespath_functions.Functions) if name.startswith("_func_")
-)
 
 
 @dataclass(frozen=True)
@@ -77,69 +57,12 @@ class ConditionOutcome:
     error: ExecutorError | None = None
 
 
-# ---- the language bound ------------------------------------------------------------------------
-def _parse(expression: str, max_chars: int) -> Any:
-    if not isinstance(expression, str) or not expression.strip():
-        raise InvalidCondition("success_condition is empty")
-    if len(expression) > max_chars:
-        raise InvalidCondition(f"success_condition is {len(expression)} characters long (max {max_chars})")
-    try:
-        return Parser().parse(expression)
-    except (JMESPathError, RecursionError, ValueError, TypeError) as exc:
-        raise InvalidCondition(
-            f"success_condition {_quote(expression)} is not valid JMESPath: {_first_line(exc)}"
-        ) from None
-
-
-def _check_bounds(expression: str, ast: dict[str, Any]) -> None:
-    """Raise InvalidCondition when the AST is outside the allowed language (iterative walk)."""
-    nodes = fanout_nodes = 0
-    fanout = 1
-    stack: list[tuple[Any, int]] = [(ast, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if not isinstance(node, dict):  # slice bounds are plain ints or None
-            continue
-        kind = node.get("type")
-        nodes += 1
-        problem = None
-        if kind not in NODE_TYPES:
-            problem = f"{kind!r} is not allowed"
-        elif kind == "function_expression" and node.get("value") not in FUNCTIONS:
-            problem = f"unknown function {str(node.get('value'))[:40]!r}"
-        elif kind == "literal" and len(json.dumps(node.get("value"), default=str)) > MAX_LITERAL_CHARS:
-            problem = f"a literal is longer than {MAX_LITERAL_CHARS} characters"
-        elif depth > MAX_DEPTH:
-            problem = f"it nests deeper than {MAX_DEPTH} levels"
-        elif nodes > MAX_NODES:
-            problem = f"it has more than {MAX_NODES} parts"
-        if kind in FANOUT_TYPES:
-            fanout_nodes += 1
-            if kind.startswith("multi_select"):
-                fanout *= max(len(node.get("children", ())), 1)
-            if fanout_nodes > MAX_FANOUT_NODES:
-                problem = f"it has more than {MAX_FANOUT_NODES} projections, flattens and multi-selects"
-            elif fanout > MAX_FANOUT:
-                problem = f"its multi-selects multiply the data by more than {MAX_FANOUT}"
-        if problem is not None:
-            raise InvalidCondition(f"success_condition {_quote(expression)} is outside the allowed language: {problem}")
-        stack.extend((child, depth + 1) for child in node.get("children", ()))
-
-
 def compile_expression(expression: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     """The parsed, bounds-checked expression; raises InvalidCondition (never anything else)."""
-    parsed = _parse(expression, max_chars)
-    _check_bounds(expression, parsed.parsed)
-    return parsed
-
-
-def condition_problem(expression: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str | None:
-    """Why `expression` may not be a success condition, or None: for plan validation."""
     try:
-        compile_expression(expression, max_chars=max_chars)
-    except InvalidCondition as exc:
-        return exc.message
-    return None
+        return contract_conditions.compile_expression(expression, max_chars=max_chars)
+    except ConditionLanguageError as exc:
+        raise InvalidCondition(exc.message) from None
 
 
 # ---- the evaluation bound ----------------------------------------------------------------------
@@ -197,17 +120,17 @@ def evaluate(expression: str, document: Any, *, max_chars: int = DEFAULT_MAX_CHA
     size = _json_size(document)
     if size > MAX_INPUT_BYTES:
         raise InvalidCondition(
-            f"success_condition {_quote(expression)} not evaluated: the output is {size} bytes of JSON "
+            f"success_condition {quote_expression(expression)} not evaluated: the output is {size} bytes of JSON "
             f"(conditions are checked on outputs of at most {MAX_INPUT_BYTES})"
         )
     interpreter = BoundedInterpreter(time.monotonic() + EVAL_TIMEOUT_S)
     try:
         return interpreter.visit(compiled.parsed, document)
     except _EvaluationTooLarge as exc:
-        raise InvalidCondition(f"success_condition {_quote(expression)} stopped: {exc}") from None
+        raise InvalidCondition(f"success_condition {quote_expression(expression)} stopped: {exc}") from None
     except (JMESPathError, RecursionError, ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
         raise InvalidCondition(
-            f"success_condition {_quote(expression)} failed to evaluate: {_first_line(exc)}"
+            f"success_condition {quote_expression(expression)} failed to evaluate: {first_line(exc)}"
         ) from None
 
 
@@ -229,7 +152,9 @@ def check_condition(expression: str, output: Any, *, max_chars: int = DEFAULT_MA
         return ConditionOutcome(expression, passed=False, error=exc)
     if is_truthy(value):
         return ConditionOutcome(expression, passed=True, value=value)
-    failed = ConditionFailed(f"success_condition {_quote(expression)} is false on the output (value: {_short(value)})")
+    failed = ConditionFailed(
+        f"success_condition {quote_expression(expression)} is false on the output (value: {_short(value)})"
+    )
     return ConditionOutcome(expression, passed=False, value=value, error=failed)
 
 
@@ -238,15 +163,6 @@ def _json_size(document: Any) -> int:
         return len(json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str))
     except (ValueError, TypeError, RecursionError):
         return MAX_INPUT_BYTES + 1  # not JSON (or absurdly nested): never evaluated
-
-
-def _quote(expression: str) -> str:
-    return repr(expression if len(expression) <= 80 else expression[:77] + "...")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:160] if text else type(exc).__name__
 
 
 _REPR = reprlib.Repr()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.errors import PlanstackBaseError
+from contract.errors import PlanstackBaseError
 
 
 class ExecutorError(PlanstackBaseError):

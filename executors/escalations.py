@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contract.plan import Plan
 from executors.approvals import ApprovalDecision, ApprovalState, Decider
 from executors.errors import ExecutorError, RunNotFound
-from planner.plan import Plan
 
 if TYPE_CHECKING:
     from executors.runs import RunService

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
+from contract.plan import PlanNode
 from executors.breaker import BreakerBoard, counts_against_tool
 from executors.condition_worker import ConditionEvaluator
 from executors.conditions import ConditionOutcome
@@ -16,7 +17,6 @@ from executors.config import ExecutorConfig
 from executors.errors import CircuitOpenError, ExecutorError, ToolOutputError, ToolTimeoutError, as_tool_error
 from executors.observation import NodeResult, sha256_json, summarize_result
 from executors.registry import ToolSpec
-from planner.plan import PlanNode
 
 Sleep = Callable[[float], Awaitable[Any]]
 

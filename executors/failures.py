@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.plan import Plan
 from executors.errors import structured_error
 from executors.observation import NodeResult, failure_summary_for_planner
 from executors.scheduler import RoundOutcome
 from executors.stores import RunRecord
-from planner.plan import Plan
 
 
 def failure_list(outcome: RoundOutcome) -> list[dict[str, Any]]:

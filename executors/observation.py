@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from planner.plan import Plan, parse_reference
+from contract.plan import Plan, parse_reference
 
 NodeStatus = Literal["succeeded", "failed", "skipped"]
 

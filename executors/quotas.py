@@ -8,11 +8,11 @@ fallback, if any, runs.
 
 from __future__ import annotations
 
+from contract.plan import Plan
 from executors.errors import ExecutorError
 from executors.observation import NodeResult, canonical_json, summarize_result
 from executors.stores.config import RunsConfig
 from executors.stores.records import TenantQuota
-from planner.plan import Plan
 
 
 class PlanTooLarge(ExecutorError):

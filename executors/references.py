@@ -1,6 +1,6 @@
 """Resolve `$node` / `$node.field.sub` references in a node's arguments from upstream outputs.
 
-A reference is a whole string value of that exact form (see `planner.plan.parse_reference`); it is
+A reference is a whole string value of that exact form (see `contract.plan.parse_reference`); it is
 replaced by the referenced JSON value itself (a number stays a number, an object stays an object),
 never by its `str()`. A path segment that is all digits indexes a list. Anything that cannot be
 resolved raises `ReferenceResolutionError` naming the reference, the missing field and what was
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from contract.plan import parse_reference
 from executors.errors import ReferenceResolutionError
-from planner.plan import parse_reference
 
 OutputLookup = Callable[[str], Any]
 """node id → that node's effective output; raises KeyError when it has none."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contract.plan import PlanNode
 from executors.observation import NodeResult
 from executors.quotas import cap_output
 from executors.stores import EventType
-from planner.plan import PlanNode
 
 if TYPE_CHECKING:
     from executors.runs import RunService, _LiveRun

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from contract.plan import Plan
 from executors import approvals, escalations
 from executors.approvals import ApprovalDecision, ApprovalRequest, ApprovalState
 from executors.context import set_run_tenant
@@ -59,7 +60,6 @@ from executors.stores import (
     RunStoreError,
     WebhookDelivery,
 )
-from planner.plan import Plan
 
 logger = logging.getLogger("planstack.executors.runs")
 _INTERNAL_FIELDS = {"status", "plan", "lease_owner", "lease_expires_at", "driven", "budget_round"}

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contract.plan import Plan, PlanNode
 from executors.approvals import CallGate, HeldCall
 from executors.breaker import BreakerBoard
 from executors.config import ExecutorConfig
@@ -41,7 +42,6 @@ from executors.execution import (
 from executors.observation import NodeResult, sha256_json, summarize_result
 from executors.references import resolve_args
 from executors.registry import ToolRegistry
-from planner.plan import Plan, PlanNode
 
 ReuseKey = tuple[str, str, str]
 """(tool, tool version, input hash)."""

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from planner.plan import Plan
+from contract.plan import Plan
 
 _SPACE = re.compile(r"\s+")
 

@@ -16,10 +16,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contract.demonstrations import Demonstration
+from contract.plan import iter_references
 from planner.catalog import ToolCatalog, ToolDef
-from planner.demos import Demonstration
 from planner.grammar import Upstream
-from planner.plan import iter_references
 from planner.values import name_tokens
 
 _ANAPHORA = re.compile(r"\b(it|its|them|they|this|that|these|those|result|results|output|above|previous|same)\b", re.I)

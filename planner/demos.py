@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from contract.demonstrations import Demonstration
 from planner.catalog import ToolCatalog
 from planner.similarity import CachedEmbedder
 
@@ -23,21 +23,6 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
     ("a", "an", "the", "and", "or", "of", "to", "for", "in", "on", "at", "with", "from", "by", "me", "my", "i"),
 ) | frozenset(("we", "our", "us", "is", "are", "be", "it", "that", "this"))
-
-
-@dataclass(frozen=True)
-class Demonstration:
-    request: str
-    plan: dict[str, Any]
-    score: float = 0.0
-    tenant: str | None = None
-
-    def tools(self) -> list[str]:
-        return [str(node.get("tool")) for node in self.plan.get("nodes", [])]
-
-
-class DemonstrationSource(Protocol):
-    def search(self, request: str, k: int, *, tenant: str | None) -> list[Demonstration]: ...
 
 
 def words(text: str) -> set[str]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.drafting import draft_args
 from planner.grammar import Upstream
-from planner.plan import Plan
 from planner.selection import Selection
 from planner.values import RequestValues
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from planner.errors import PlanstackBaseError
+from contract.errors import PlanstackBaseError
 
 Message = dict[str, str]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from contract.demonstrations import Demonstration
 from planner.catalog import ToolCatalog, ToolDef
-from planner.demos import Demonstration
 from planner.llm import Message
 from planner.steps import split_steps
 

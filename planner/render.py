@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from planner.plan import Plan, PlanNode
+from contract.plan import Plan, PlanNode
 
 
 def _label(node: PlanNode) -> str:

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from planner.plan import Plan
+from contract.plan import Plan
 from planner.validation import ValidationReport
 
 Path_ = Literal["model", "model_retry", "fallback", "cache", "no_plan"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
+from contract.plan import Plan, PlanNode, parse_reference
 from planner.issues import Issue
-from planner.plan import Plan, PlanNode, parse_reference
 
 RuleFn = Callable[[Plan, Mapping[str, Any], date], Iterator[Issue]]
 

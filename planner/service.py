@@ -16,25 +16,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contract.demonstrations import Demonstration, DemonstrationSource
+from contract.plan import Plan
 from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
-from planner.config import CONFIG_DIR, Grounding, PlannerConfig
+from planner.config import Grounding, PlannerConfig
 from planner.dataflow import LearnedRule, References, learn_references, learned_references, reference_hints
 from planner.decoding import Decoded, NodeTurn, PlanDecoder
-from planner.demos import (
-    Demonstration,
-    DemonstrationSource,
-    EmbeddingDemonstrations,
-    choose_skeleton,
-    skeleton_refs,
-    usable,
-)
+from planner.demos import EmbeddingDemonstrations, choose_skeleton, skeleton_refs, usable
 from planner.drafting import cued, draft_args
 from planner.fallback import FallbackError, proposal_plan
 from planner.grammar import Upstream, ValueContext, wrap_reference
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
 from planner.packs import DomainPack, load_packs
-from planner.plan import Plan
 from planner.prompts import PromptBook, example_turns
 from planner.results import Attempt, Path_, PlanningFailed, PlanResult
 from planner.retries import RetryPlan
@@ -454,36 +448,10 @@ def _attempt(number: int, decoded: Decoded, plan_try: RetryPlan) -> Attempt:
     )
 
 
-def catalog_from_file(path: Any) -> ToolCatalog:
-    """A catalog from an OpenAI-format tools JSON file (e.g. configs/packs/travel/catalog.json)."""
-    from pathlib import Path
-
-    return ToolCatalog.from_openai(json.loads(Path(path).read_text()))
-
-
-def demo_catalog() -> ToolCatalog:
-    """The travel/meeting demo catalog: the executors' registry when importable, else the pack's catalog file."""
-    try:
-        from executors.tools import default_registry
-    except ImportError:
-        default_registry = None  # type: ignore[assignment]
-    if default_registry is not None:
-        registry = default_registry()
-        tools = []
-        for spec in registry.catalog():
-            tool = spec.openai_tool()
-            tool["function"]["output_schema"] = spec.output_schema  # the planstack extension: referencable fields
-            tools.append(tool)
-        return ToolCatalog.from_openai(tools)
-    return catalog_from_file(CONFIG_DIR / "packs" / "travel" / "catalog.json")
-
-
 __all__ = [
     "Attempt",
     "LLMError",
     "PlanResult",
     "PlannerService",
     "PlanningFailed",
-    "catalog_from_file",
-    "demo_catalog",
 ]

@@ -15,17 +15,12 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 
+from contract.embedding import TextEmbedder
+
 _TOKEN = re.compile(r"[a-z0-9]+")
-
-
-class TextEmbedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Shape (len(texts), dim), float32 rows of unit L2 norm."""
-        ...
 
 
 class HashingEmbedder:

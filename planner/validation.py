@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from executors.conditions import condition_problem
+from contract.conditions import condition_problem
+from contract.plan import REFERENCE_RE, Plan
 from planner.catalog import ToolCatalog
 from planner.issues import Issue
-from planner.plan import REFERENCE_RE, Plan
 from planner.rules import BusinessRules
 from planner.safe_regex import schema_validator
 

@@ -7,7 +7,7 @@ JSON, OS) are converted to these at the store boundary; nothing else leaves the 
 
 from __future__ import annotations
 
-from planner.errors import PlanstackBaseError
+from contract.errors import PlanstackBaseError
 
 
 class RetrievalError(PlanstackBaseError):

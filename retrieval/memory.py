@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from planner.demos import Demonstration
-from planner.similarity import TextEmbedder
+from contract.demonstrations import Demonstration
+from contract.embedding import TextEmbedder
 from retrieval.collection import ChunkDraft, ChunkRecord, Collection
 from retrieval.embedder import Embedder
 from retrieval.errors import RetrievalError

@@ -15,9 +15,9 @@ from starlette.datastructures import State
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from contract.errors import PlanstackBaseError
 from executors.stores import RunStoreError
 from executors.upkeep import upkeep
-from planner.errors import PlanstackBaseError
 from serving import __version__
 from serving.auth import ApiKeyAuth
 from serving.chat import ChatService

@@ -21,10 +21,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
+from contract.demonstrations import Demonstration
+from contract.errors import PlanstackBaseError
 from executors.stores import RunRecord, RunStore, RunStoreError
 from planner.catalog import CatalogError, ToolCatalog
-from planner.demos import Demonstration, usable
-from planner.errors import PlanstackBaseError
+from planner.demos import usable
 from planner.results import PlanResult
 from planner.service import PlannerService
 from retrieval.memory import AddReport, NewDemonstration, Origin, TenantMemory

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from planner.errors import PlanstackBaseError
+from contract.errors import PlanstackBaseError
 from planner.llm import LLMBusy, LLMError, LLMTimeout, LLMUnavailable
 from serving.redaction import redact_paths
 

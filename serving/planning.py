@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from contract.plan import Plan
 from executors.errors import RunNotFound
 from executors.quotas import PlanTooLarge
 from executors.runs import RunService, RunView
@@ -33,7 +34,6 @@ from executors.stores import (
 )
 from executors.webhooks import WebhookRefused, WebhooksConfig, check_webhook_url
 from planner.catalog import CatalogError
-from planner.plan import Plan
 from planner.service import PlannerService, PlanningFailed, PlanResult
 from serving.auth import Principal
 from serving.backpressure import UpstreamSlots

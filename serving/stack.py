@@ -17,7 +17,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from contract.demonstrations import DemonstrationSource
 from executors.registry import ToolRegistry
 from executors.runs import RunService
 from executors.scheduler import DagScheduler
@@ -25,7 +27,6 @@ from executors.stores import RunStore, open_run_store
 from executors.tools import KnowledgeSearch, default_registry
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.demos import DemonstrationSource
 from planner.llm import PlannerLLM
 from planner.service import PlannerService
 from planner.similarity import CachedEmbedder, TextEmbedder
@@ -243,11 +244,22 @@ def knowledge_for(settings: Settings) -> KnowledgeSearch | None:
     return searchable(open_knowledge_base(settings))
 
 
-def catalog_of(registry: ToolRegistry) -> ToolCatalog:
-    """The planner's catalog from the executors' registry (output schemas make fields referencable)."""
+def openai_tools_of(registry: ToolRegistry) -> list[dict[str, Any]]:
+    """The registry's tools in OpenAI format, each with its `output_schema` (the planstack extension that
+    makes output fields referencable): THE way a catalog is made from executable tools."""
     tools = []
     for spec in registry.catalog():
         tool = spec.openai_tool()
         tool["function"]["output_schema"] = spec.output_schema
         tools.append(tool)
-    return ToolCatalog.from_openai(tools)
+    return tools
+
+
+def catalog_of(registry: ToolRegistry) -> ToolCatalog:
+    """The planner's catalog from the executors' registry."""
+    return ToolCatalog.from_openai(openai_tools_of(registry))
+
+
+def demo_catalog() -> ToolCatalog:
+    """The travel/meeting demo tools as the gateway plans over them (benchmarks, tests)."""
+    return catalog_of(default_registry())

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contract.plan import Plan
 from executors import escalations
 from executors.approvals import ApprovalExpired, Decider, NotAwaitingApproval, sanitize_name
 from executors.escalations import NotEscalated
@@ -20,7 +21,6 @@ from executors.runs import RunService, RunView
 from executors.steering import Steering
 from executors.stores import RunStore
 from executors.webhooks import WebhookNotifier
-from planner.plan import Plan
 from serving.auth import Principal
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError
 from serving.metrics import GatewayMetrics

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import nestful
-from planner.plan import Plan
+from contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAVEL = ROOT / "benchmarks" / "datasets" / "travel_meeting.jsonl"

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planner.demos import Demonstration, WordOverlapDemonstrations
+from contract.demonstrations import Demonstration
+from planner.demos import WordOverlapDemonstrations
 
 
 class ExampleIndex:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks.metrics import align
+from contract.plan import Plan
 from executors.config import ExecutorConfig
 from executors.observation import NodeResult
 from executors.registry import ToolRegistry
@@ -25,7 +26,6 @@ from executors.runs import RunService
 from executors.scheduler import DagScheduler
 from executors.stores import SqliteRunStore
 from executors.tools import default_registry
-from planner.plan import Plan
 
 THRESHOLD = 0.9
 

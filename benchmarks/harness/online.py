@@ -38,10 +38,10 @@ from benchmarks import splits
 from benchmarks.harness.accuracy import PLAN_KEYS, Row, dataset_result, run_dataset
 from benchmarks.harness.datasets import Case, Dataset
 from benchmarks.harness.planners import Outcome, PlanSource, ServicePlanner, patiently, planner_config
+from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.demos import usable
 from planner.llm import PlannerLLM
-from planner.plan import Plan
 from planner.results import PlanResult
 from serving.demonstrations import Feedback
 from serving.errors import InvalidRequestError

@@ -19,10 +19,10 @@ import httpx
 
 from benchmarks.harness.datasets import Case, Dataset
 from benchmarks.harness.demos import ExampleIndex
+from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.llm import LLMTimeout, LLMUnavailable, PlannerLLM
-from planner.plan import Plan
 from planner.results import PlanResult
 from planner.service import PlannerService, PlanningFailed
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from contract.plan import Plan
 from executors.observation import NodeResult
 from executors.stores.config import RunsConfig
 from executors.stores.feed import EventFeed, Listener, Subscription
@@ -44,7 +45,6 @@ from executors.stores.records import (
     WatchState,
     WebhookDelivery,
 )
-from planner.plan import Plan
 
 MAX_CACHE_KEY_CHARS = 512
 MAX_CACHE_VALUE_CHARS = 4 * 1024 * 1024

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import psycopg
 
+from contract.plan import Plan
 from executors.errors import RunNotFound
 from executors.observation import NodeResult
 from executors.stores.base import RunStore, backend, check_cache_entry
@@ -60,7 +61,6 @@ from executors.stores.sql import (
     runs_to_purge,
     text_bytes,
 )
-from planner.plan import Plan
 
 logger = logging.getLogger("planstack.executors.stores.postgres")
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.plan import Plan
+from contract.plan import Plan
 
 RunStatus = Literal["running", "succeeded", "failed", "interrupted", "awaiting_approval", "no_plan"]
 EventType = Literal[

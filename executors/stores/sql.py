@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from contract.plan import Plan
 from executors.stores.errors import QuotaExceeded, RunBusy, StoredBytesQuota, StoredRunsQuota, TooManyActiveRuns
 from executors.stores.records import (
     Lease,
@@ -23,7 +24,6 @@ from executors.stores.records import (
     WebhookDelivery,
     dumps,
 )
-from planner.plan import Plan
 
 EVENT_OVERHEAD_BYTES = 64  # seq, type, round, node id, timestamp of one event row
 

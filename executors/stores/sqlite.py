@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
+from contract.plan import Plan
 from executors.errors import RunNotFound
 from executors.observation import NodeResult
 from executors.stores.base import RunStore, backend, check_cache_entry
@@ -54,7 +55,6 @@ from executors.stores.sql import (
 )
 from executors.stores.sqlite_file import SqliteFile, require_run
 from executors.stores.sqlite_steering import SqliteSteering
-from planner.plan import Plan
 
 T = TypeVar("T")
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit

@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from contract.plan import Plan
 from executors.stores.records import Lease, ReopenFrom, RunRecord, WebhookDelivery, dumps
 from executors.stores.sql import (
     DELIVERY_COLUMNS,
@@ -18,7 +19,6 @@ from executors.stores.sql import (
     run_update,
 )
 from executors.stores.sqlite_file import require_run
-from planner.plan import Plan
 
 T = TypeVar("T")
 

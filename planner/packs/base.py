@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
+from contract.demonstrations import Demonstration
+from contract.plan import Plan
 from planner.catalog import ToolCatalog, ToolDef
-from planner.demos import Demonstration
-from planner.plan import Plan
 
 
 class DomainPack:

@@ -6,7 +6,7 @@ import logging
 
 import typer
 
-from planner.errors import PlanstackBaseError
+from contract.errors import PlanstackBaseError
 from serving.settings import Settings, load_settings
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from planner.errors import PlanstackBaseError
+from contract.errors import PlanstackBaseError
 from serving.cli.common import fail, settings_of
 from serving.demonstrations import DemonstrationService
 from serving.stack import build_stack

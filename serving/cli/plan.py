@@ -11,10 +11,10 @@ from typing import Annotated, Any
 
 import typer
 
+from contract.errors import PlanstackBaseError
+from contract.plan import Plan
 from planner.catalog import CatalogError
-from planner.errors import PlanstackBaseError
 from planner.llm import LLMBusy, LLMUnavailable
-from planner.plan import Plan
 from planner.render import render_tree
 from planner.service import PlanningFailed, PlanResult
 from serving.cli.common import fail, settings_of

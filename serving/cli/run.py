@@ -22,11 +22,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from contract.errors import PlanstackBaseError
+from contract.plan import Plan
 from executors.runs import RunView
 from executors.stores import RunBusy, RunEvent, RunStoreError
 from executors.upkeep import purge
-from planner.errors import PlanstackBaseError
-from planner.plan import Plan
 from planner.service import PlanningFailed
 from serving.cli.common import settings_of
 from serving.cli.plan import engine_hint, plan_with

@@ -14,7 +14,7 @@ from benchmarks.harness.datasets import TRAVEL, Case, Dataset, load_jsonl
 from benchmarks.harness.demos import ExampleIndex
 from benchmarks.harness.execution import PlanExecutor, node_success_share
 from benchmarks.harness.planners import NearestCopy, Outcome
-from planner.plan import Plan
+from contract.plan import Plan
 
 
 def travel(*ids: str) -> list[Case]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.metrics import align, f1, score
-from planner.plan import Plan
+from contract.plan import Plan
 
 
 def P(*nodes: tuple[str, str, dict[str, object]]) -> Plan:  # noqa: N802

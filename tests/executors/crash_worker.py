@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from exec_helpers import counting_registry  # noqa: E402
 
+from contract.plan import Plan  # noqa: E402
 from executors.runs import RunService  # noqa: E402
 from executors.scheduler import DagScheduler  # noqa: E402
 from executors.stores import RunsConfig, open_run_store  # noqa: E402
-from planner.plan import Plan  # noqa: E402
 
 CRASH_LEASE = RunsConfig(lease_ttl_s=1.0, heartbeat_s=0.2)
 

@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from contract.plan import Plan
 from executors.config import ExecutorConfig
 from executors.errors import ToolUnavailable
 from executors.registry import ToolRegistry
 from executors.scheduler import DagScheduler
-from planner.plan import Plan
 
 T = TypeVar("T")
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from exec_helpers import FakeSleep, run
 
+from contract.plan import Plan
 from executors.config import ExecutorConfig
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
 from executors.stores import SqliteRunStore
 from executors.tools import default_registry
-from planner.plan import Plan
 
 DATASET = Path(__file__).resolve().parents[2] / "benchmarks" / "datasets" / "travel_meeting.jsonl"
 MIN_SUCCESS_SHARE = 60 / 64

@@ -10,11 +10,11 @@ from typing import Any
 
 from exec_helpers import FlakyState, make_registry, make_scheduler, plan_of, run
 
+from contract.plan import PlanNode
 from executors.leases import LeaseKeeper
 from executors.observation import NodeResult
 from executors.runs import RunService
 from executors.stores import RunRecord, RunStore
-from planner.plan import PlanNode
 
 
 def test_a_stalled_driver_is_fenced_out_after_a_takeover(make_store: Callable[..., RunStore]) -> None:

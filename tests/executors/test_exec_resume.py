@@ -17,10 +17,10 @@ from pathlib import Path
 
 from exec_helpers import counting_registry, plan_of, run
 
+from contract.plan import Plan
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
 from executors.stores import RunEvent, RunsConfig, open_run_store
-from planner.plan import Plan
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

@@ -11,11 +11,11 @@ from typing import TypeVar
 import pytest
 from exec_helpers import FakeReplanner, FlakyState, make_registry, make_scheduler, plan_of, run
 
+from contract.plan import Plan
 from executors.errors import RunNotFound
 from executors.quotas import PlanTooLarge
 from executors.runs import Replanner, RunService, RunView
 from executors.stores import RunBusy, RunEvent, RunStore, TooManyActiveRuns
-from planner.plan import Plan
 
 T = TypeVar("T")
 StoreFactory = Callable[..., RunStore]

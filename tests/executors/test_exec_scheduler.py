@@ -6,10 +6,10 @@ from typing import Any
 
 from exec_helpers import FakeSleep, FlakyState, make_registry, make_scheduler, plan_of, run
 
+from contract.plan import Plan, PlanNode
 from executors.breaker import BreakerBoard
 from executors.observation import NodeResult, sha256_json
 from executors.scheduler import DagScheduler, RoundOutcome, reuse_key
-from planner.plan import Plan, PlanNode
 
 
 class Recorder:

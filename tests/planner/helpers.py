@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.config import CONFIG_DIR
-from planner.plan import Plan
 
 DEMO_TOOLS: list[dict[str, Any]] = json.loads((CONFIG_DIR / "packs" / "travel" / "catalog.json").read_text())
 

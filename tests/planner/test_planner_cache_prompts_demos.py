@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from contract.demonstrations import Demonstration
 from planner.cache import PlanCache, normalise_request
 from planner.config import PlannerConfig
-from planner.demos import Demonstration, EmbeddingDemonstrations, WordOverlapDemonstrations, usable
+from planner.demos import EmbeddingDemonstrations, WordOverlapDemonstrations, usable
 from planner.packs import load_packs
 from planner.prompts import PromptBook, example_turns
 from planner.similarity import CachedEmbedder

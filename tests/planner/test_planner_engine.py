@@ -10,10 +10,10 @@ import pytest
 
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.service import PlanResult, demo_catalog
+from planner.service import PlanResult
 from planner.similarity import CachedEmbedder
 from planner.validation import with_references
-from serving.stack import build_planner, standalone_planner_llm
+from serving.stack import build_planner, demo_catalog, standalone_planner_llm
 from tests.planner.test_planner_grammar import EVERY_TYPE
 
 pytestmark = pytest.mark.engine

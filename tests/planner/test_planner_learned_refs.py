@@ -9,10 +9,11 @@ import json
 from datetime import date
 from typing import Any
 
+from contract.demonstrations import Demonstration
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.dataflow import ArgHistory, LearnedRule, learn_references, learned_references
-from planner.demos import Demonstration, WordOverlapDemonstrations
+from planner.demos import WordOverlapDemonstrations
 from planner.drafting import cued
 from planner.grammar import SchemaBuilder, Upstream, ValueContext
 from planner.service import PlannerService

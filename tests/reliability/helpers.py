@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from contract.plan import Plan
 from executors.errors import ToolUnavailable
 from executors.registry import ToolRegistry
 from executors.tools import default_registry
-from planner.plan import Plan
 
 TRACE_MARKERS = ("Traceback (most recent call last)", 'File "/', "site-packages", "sqlite3.")
 

@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contract.plan import Plan, parse_reference
 from executors.tools import default_registry
 from planner.config import PlannerConfig
-from planner.plan import Plan, parse_reference
 from planner.service import PlannerService
 from planner.validation import PlanValidationError, PlanValidator
 from serving.stack import catalog_of

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from executors.conditions import MAX_ITEMS, check_condition, condition_problem
+from contract.conditions import condition_problem
+from executors.conditions import MAX_ITEMS, check_condition
 from tests.reliability.helpers import check_error_shape, sse_events
 from tests.reliability.sec_helpers import HEALTH_BOUND_S, gateway_process, probe_during
 

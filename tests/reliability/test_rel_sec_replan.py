@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr
 
+from contract.plan import Plan
 from executors.runs import RunView
 from planner.config import PlannerConfig
 from planner.llm import Completion, Message, PlannerLLM
-from planner.plan import Plan
 from serving.settings import Settings
 from serving.stack import build_stack
 from tests.conftest import FAKE_MODEL

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from contract.plan import Plan
 from executors.stores import RunRecord, SqliteRunStore
-from planner.plan import Plan
 from retrieval.embedder import SentenceTransformerEmbedder
 from serving.cli import app
 from tests.conftest import FAKE_MODEL

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from planner.plan import Plan
+from contract.plan import Plan
 from retrieval.memory_config import LearningConfig
 from tests.conftest import KEY_A, KEY_B, FakeStack
 

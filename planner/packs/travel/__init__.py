@@ -16,14 +16,15 @@ from typing import Any
 
 import yaml
 
+from contract.demonstrations import Demonstration
+from contract.plan import Plan
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import CONFIG_DIR
-from planner.demos import Demonstration, load_demonstrations
+from planner.demos import load_demonstrations
 from planner.packs.base import DomainPack
 from planner.packs.travel.fallback import FallbackError, FallbackPlanner, FallbackRules
 from planner.packs.travel.intent import Intent, IntentExtractor
 from planner.packs.travel.values import SlotKinds, extract_values
-from planner.plan import Plan
 
 PACK_DIR = CONFIG_DIR / "packs" / "travel"
 

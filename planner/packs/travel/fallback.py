@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
+from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.packs.travel.intent import Intent
-from planner.plan import Plan
 
 
 class FallbackError(Exception):
