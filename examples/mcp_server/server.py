@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
-from mcp.types import ToolAnnotations
+from mcp.types import ToolAnnotations, ToolListChangedNotification
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -138,7 +138,9 @@ def build_server() -> MCPServer[Any]:
         if "reorder_product" not in {tool.name for tool in await server.list_tools()}:
             server.add_tool(reorder_product, annotations=ToolAnnotations(idempotent_hint=False))
             await ctx.notify_tools_changed()  # 2026-07-28 clients: their subscriptions/listen stream
-            await ctx.request_context.session.send_tool_list_changed()  # handshake-era sessions
+            # Handshake-era clients: on this call's own response stream, so it arrives before the result.
+            request = ctx.request_context
+            await request.session.send_notification(ToolListChangedNotification(), request.request_id)
         return Enabled(enabled=True)
 
     @server.custom_route("/health", methods=["GET"])

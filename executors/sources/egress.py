@@ -23,9 +23,14 @@ URL is a 400 at once rather than a failed run later.
 toolset: no redirects (a 3xx raises `RedirectRefused`), no proxies or netrc from the environment,
 TLS verified by default (optional CA bundle), bounded time, and bodies capped at
 `max_response_bytes` (read streamed; a body over the cap raises `ResponseTooLarge` without being
-read to the end). The MCP SDK is built on httpx2, so the same client carries MCP and plain HTTP
-calls: one enforcement point for every outbound tool call. The resolver is injectable (tests make
-a name resolve to 127.0.0.1 or 169.254.169.254).
+read to the end). The resolver is injectable (tests make a name resolve to 127.0.0.1 or
+169.254.169.254).
+
+Why httpx2 (not httpx or aiohttp): the official MCP SDK (2.x) does all its HTTP through an
+`httpx2.AsyncClient` it accepts from the caller, and httpcore2's connection pool takes a custom
+network backend, which is exactly the seam DNS pinning needs (resolve and check, then connect to
+the checked address, while TLS and Host keep the name). One transport therefore enforces the policy
+for MCP sessions and for OpenAPI calls alike; with aiohttp the MCP traffic would bypass it.
 """
 
 from __future__ import annotations

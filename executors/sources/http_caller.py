@@ -137,7 +137,8 @@ class HttpToolSource:
         self._base_url = base_url
         self._snapshot = snapshot
         self._auth = auth or AuthScheme()
-        self._auth_headers = self._auth.headers(secret)  # checked now: a missing secret fails at build time
+        self._auth.headers(secret)  # checked now: a missing or malformed secret fails when the source is built
+        self._secret = secret  # revealed only into each request's headers
         self._max_retry_after_s = max_retry_after_s
         self._client = egress_client(policy, limits, resolver=resolver)
 
@@ -162,7 +163,7 @@ class HttpToolSource:
             binding,
             args,
             base_url=self._base_url,
-            headers=self._auth_headers,
+            headers=self._auth.headers(self._secret),
             idempotency_key=key,
             protected_headers=protected,
         )

@@ -13,10 +13,11 @@ for exactly that answer (an httpx2 response hook per session) and then reconnect
 request once more: a request refused that way was not processed, so resending cannot repeat it.
 
 `notifications/tools/list_changed` arrives either as a notification (handshake era) or on a
-`subscriptions/listen` stream (2026-07-28, opened when the server announces `tools.listChanged`);
-both end in `on_tools_changed`, run in its own task (never inside the SDK's message loop, which a
-refresh needs free) and coalesced so a burst of notifications makes at most one refresh in flight
-plus one after it.
+`subscriptions/listen` stream (2026-07-28, opened and acknowledged before the session is used, when
+the server announces `tools.listChanged`); both end in `on_tools_changed` (so does every reconnect:
+the list may have changed while no session was listening), run in its own task (never inside the
+SDK's message loop, which a refresh needs free) and coalesced so a burst of notifications makes at
+most one refresh in flight plus one after it.
 
 Endpoints: `HttpEndpoint` (streamable HTTP through the toolset's egress-checked client) and
 `StdioEndpoint` (a local command speaking MCP on stdin/stdout). A stdio server is a process the
@@ -28,8 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -43,6 +44,8 @@ from mcp.types import CONNECTION_CLOSED, Implementation
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from executors.errors import ToolError
+from executors.sources.auth import AuthScheme
+from executors.sources.credentials import SecretValue
 from executors.sources.egress import (
     ClientLimits,
     EgressPolicy,
@@ -92,8 +95,8 @@ class Endpoint(Protocol):
 class HttpEndpoint:
     """A streamable-HTTP MCP server, reached through the toolset's egress-checked connection pool.
 
-    `headers` are sent with every request (e.g. the credential's header); they are kept only on
-    the clients built here and never logged."""
+    `auth` + `secret` (the toolset's opened credential) give the header sent with every request;
+    it is put on each session's client when the session opens, never logged."""
 
     def __init__(
         self,
@@ -102,14 +105,17 @@ class HttpEndpoint:
         limits: ClientLimits | None = None,
         *,
         resolver: Resolver = system_resolver,
-        headers: Mapping[str, str] | None = None,
+        auth: AuthScheme | None = None,
+        secret: SecretValue | None = None,
     ) -> None:
         policy.check_url(url)
         self.url = url
         self._limits = limits or ClientLimits()
         self._policy = policy
         self._resolver = resolver
-        self._headers = dict(headers or {})
+        self._auth = auth or AuthScheme()
+        self._auth.headers(secret)  # a missing or malformed secret fails now, not at the first call
+        self._secret = secret
         self._pool = EgressTransport(policy, self._limits, resolver)
 
     @asynccontextmanager
@@ -121,7 +127,7 @@ class HttpEndpoint:
         client = egress_client(
             self._policy,
             self._limits,
-            headers=self._headers,
+            headers=self._auth.headers(self._secret),
             transport=SharedTransport(self._pool),
             event_hooks={"response": [watch]},
         )
@@ -226,6 +232,8 @@ class McpSessionPool:
                 raise SessionUnavailable("connecting timed out") from exc
             if live.client is None or live.dead.is_set():
                 raise SessionUnavailable("the session could not be opened") from live.failure
+            if self.connects > 1:
+                self._tools_changed()  # changes made while no session listened (e.g. a restarted server)
             return live
 
     async def mark_broken(self, session: LiveSession) -> None:
@@ -254,12 +262,18 @@ class McpSessionPool:
                 client_info=CLIENT_INFO,
                 cache=None,  # the toolset keeps its own snapshot; a refresh must reach the server
             )
-            async with client:
+            async with client, AsyncExitStack() as stack:
+                subscription = None
+                if self._wants_listen(client):
+                    try:  # acknowledged before the session is used: no change can slip in between
+                        subscription = await stack.enter_async_context(client.listen(tools_list_changed=True))
+                    except Exception as exc:  # the server lists tools but will not stream changes
+                        logger.info("no tools/list_changed stream from %r: %s", self.endpoint, _describe(exc))
                 live.client = client
                 live.ready.set()
                 async with anyio.create_task_group() as group:
-                    if self._wants_listen(client):
-                        group.start_soon(self._listen, client)
+                    if subscription is not None:
+                        group.start_soon(self._drain, subscription)
                     await live.stop.wait()
                     group.cancel_scope.cancel()
         except Exception as exc:  # the session's end: recorded, turned into a typed error by the caller
@@ -275,11 +289,10 @@ class McpSessionPool:
         tools = client.server_capabilities.tools
         return bool(tools and tools.list_changed)
 
-    async def _listen(self, client: Client) -> None:
+    async def _drain(self, subscription: AsyncIterable[Any]) -> None:
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    self._tools_changed()
+            async for _event in subscription:
+                self._tools_changed()
         except Exception as exc:  # a lost stream ends listening; the next session listens again
             logger.info("tools/list_changed stream of %r ended: %s", self.endpoint, _describe(exc))
 

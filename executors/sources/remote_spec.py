@@ -3,10 +3,15 @@
 A local tool's spec validates arguments with a pydantic model built from type hints; a remote tool
 has a JSON Schema instead. `RemoteToolSpec` is a `ToolSpec` whose argument schema, validation and
 call come from a `RemoteTool` and its `ToolSource`; everything else is the scheduler's as usual:
-per-attempt timeout (`policy.timeout_s`), retries (`None` = the scheduler's default when the
-policy says a retry is safe, else 1 attempt), the per-tool circuit breaker, the concurrency class
+per-attempt timeout, retries (`None` = the scheduler's default when the policy says a retry is
+safe, else 1 attempt), the per-tool circuit breaker, the concurrency class
 (one per toolset unless the policy names one), approvals (`policy.approval`), the reuse of earlier
 results (keyed on `version`, the definition's digest, so a changed tool is never reused).
+
+Timeouts: the source enforces `policy.timeout_s` itself, because only it knows whether the request
+may have had an effect (a timed-out `POST` without an idempotency key must not be retried); the
+scheduler's per-attempt timeout is set a little longer (`backstop_timeout_s`) and only catches a
+source that fails to stop.
 
 Schemas come from the tenant's service, so they are turned into checkers by `schema_check`, which
 the composition root injects (the gateway's RE2-based validator: a hostile `pattern` cannot stall
@@ -107,7 +112,7 @@ def remote_tool_spec(source: ToolSource, tool: RemoteTool, *, schema_check: Sche
         func=call,
         args_model=_SchemaDefined,
         output_adapter=None,
-        timeout_s=policy.timeout_s,
+        timeout_s=backstop_timeout_s(policy.timeout_s),
         retries=None if policy.retryable else 1,
         concurrency_class=policy.concurrency_class or f"toolset:{source.source_id}",
         slow=policy.slow,
@@ -116,6 +121,11 @@ def remote_tool_spec(source: ToolSource, tool: RemoteTool, *, schema_check: Sche
         source_id=source.source_id,
         check_args=check_args,
     )
+
+
+def backstop_timeout_s(timeout_s: float) -> float:
+    """The scheduler's per-attempt timeout of a remote tool whose source times out at `timeout_s`."""
+    return timeout_s + max(1.0, 0.1 * timeout_s)
 
 
 def source_specs(source: ToolSource, *, schema_check: SchemaCheckFactory) -> list[RemoteToolSpec]:
