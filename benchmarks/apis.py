@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -128,7 +127,3 @@ def candidate_tools(case: ApiCase, tools: dict[str, list[dict[str, Any]]]) -> li
     """The case's own 6 candidates, in the fixed order the file gives."""
     by_name = {t["function"]["name"]: t for t in tools[case.api]}
     return [by_name[name] for name in case.candidates]
-
-
-def file_hashes(paths: Sequence[Path]) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}

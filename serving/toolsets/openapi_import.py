@@ -4,7 +4,9 @@
 an OpenAI-format function (`name`, `description`, `parameters`, and the planstack extension
 `output_schema` that makes output fields referencable in plans; planner/catalog.py), `binding` the
 `executors.sources.http_binding.HttpBinding` the HTTP caller builds the request from. CPU-bound and
-synchronous: callers on an event loop run it in a worker thread.
+synchronous: callers on an event loop run it in a worker thread (measured on this 2-core machine: the
+0.9 MB Adyen Checkout document, 28 operations, imports in about 3 s, most of it the spec validator and
+the planner's own schema checks; a 0.7 MB, 118-operation Intercom document in about 4 s).
 
 Conventions (the HTTP caller and the benchmark data rely on them):
 - path, query and header parameters become arguments under their own names; a name that is not a

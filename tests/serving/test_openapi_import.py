@@ -381,3 +381,18 @@ def test_a_ref_graph_that_doubles_at_every_level_is_expanded_only_as_deep_as_the
     )
     output = import_openapi(json.dumps(document)).tools[0].tool["function"]["output_schema"]
     assert output["properties"]["a"]["properties"]["a"]["properties"]["a"] == {"type": "object"}  # deeper: type only
+
+
+def test_a_ref_chain_deeper_than_the_bound_is_refused() -> None:
+    schemas: dict[str, Any] = {"R0": {"type": "string"}}
+    schemas.update({f"R{i}": {"$ref": f"#/components/schemas/R{i - 1}"} for i in range(1, 40)})
+    content = {"application/json": {"schema": {"$ref": "#/components/schemas/R39"}}}
+    document = doc(
+        {"/deep": {"get": {"operationId": "deep", "responses": {"200": {"description": "ok", "content": content}}}}},
+        components={"schemas": schemas},
+    )
+    with pytest.raises(OpenApiInvalidError, match="\\$ref chain deeper than 24"):
+        import_openapi(json.dumps(document))
+    assert import_openapi(json.dumps(document), ImportLimits(max_ref_depth=64)).tools[0].tool["function"][
+        "output_schema"
+    ] == {"type": "string"}
