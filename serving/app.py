@@ -24,7 +24,7 @@ from serving.chat import ChatService
 from serving.dependencies import Services
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.metrics import GatewayMetrics
-from serving.planning import PlanningGateway, RunGateway, store_unavailable
+from serving.plans.service import PlanningGateway
 from serving.routes import approvals as approvals_route
 from serving.routes import chat as chat_route
 from serving.routes import completions as completions_route
@@ -38,6 +38,8 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
+from serving.runs.errors import store_unavailable
+from serving.runs.service import RunGateway
 from serving.settings import Settings
 from serving.stack import Stack, build_stack
 from serving.steering import SteeringGateway

@@ -41,7 +41,7 @@ from serving.engine_llm import EnginePlannerLLM
 from serving.errors import EngineUnavailableError
 from serving.isolation import CacheSalter, server_secret
 from serving.metrics import GatewayMetrics
-from serving.planning import TenantReplanner
+from serving.plans.replanner import TenantReplanner
 from serving.routing import EngineRouting
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings

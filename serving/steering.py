@@ -24,7 +24,8 @@ from executors.webhooks import WebhookNotifier
 from serving.auth import Principal
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError
 from serving.metrics import GatewayMetrics
-from serving.planning import PlanningGateway, run_errors
+from serving.plans.service import PlanningGateway
+from serving.runs.errors import run_errors
 from serving.settings import Settings
 
 
