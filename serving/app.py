@@ -16,7 +16,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contract.errors import PlanstackBaseError
-from executors.stores import RunStoreError
 from executors.upkeep import upkeep
 from serving import __version__
 from serving.auth import ApiKeyAuth
@@ -38,7 +37,6 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
-from serving.runs.errors import store_unavailable
 from serving.runs.service import RunGateway
 from serving.settings import Settings
 from serving.stack import Stack, build_stack
@@ -83,15 +81,7 @@ def _error_response(exc: BaseException, metrics: GatewayMetrics) -> JSONResponse
 
 
 def install_error_funnel(app: FastAPI, metrics: GatewayMetrics) -> None:
-    @app.exception_handler(PlanstackError)
-    async def _planstack(_: Request, exc: PlanstackError) -> JSONResponse:
-        return _error_response(exc, metrics)
-
-    @app.exception_handler(RunStoreError)
-    async def _store(_: Request, exc: RunStoreError) -> JSONResponse:
-        return _error_response(store_unavailable(exc), metrics)
-
-    @app.exception_handler(PlanstackBaseError)  # e.g. the planner's engine errors: 429 / 503 / 504
+    @app.exception_handler(PlanstackBaseError)  # any package's typed error: the status its class declares
     async def _typed(_: Request, exc: PlanstackBaseError) -> JSONResponse:
         return _error_response(exc, metrics)
 

@@ -45,8 +45,8 @@ _MARKS = {
 }
 
 
-class _CliError(Exception):
-    pass
+class _CliError(PlanstackBaseError):
+    """A problem with the command's own input (a plan file, a run id); exit status 2."""
 
 
 StoreOption = Annotated[

@@ -1,14 +1,14 @@
 """`PlanningGateway`: a tenant's planning request, admitted to an engine slot, salted, counted and
 remembered; also a client-given plan's validation and the `planner` chat model. The planner's engine
-errors (`LLMUnavailable`, `LLMTimeout`) reach the error funnel as they are: 503, 504."""
+errors (`LLMUnavailable`, `LLMTimeout`), an invalid catalog, an invalid request and a planning failure
+reach the error funnel as they are raised: each declares its status (503, 504, 400, 422)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from contract.plan import Plan
-from planner.catalog import CatalogError
-from planner.service import PlannerService, PlanningFailed, PlanResult
+from planner.service import PlannerService, PlanResult
 from serving.auth import Principal
 from serving.backpressure import UpstreamSlots
 from serving.demonstrations import DemonstrationService
@@ -16,7 +16,6 @@ from serving.errors import InvalidRequestError
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.plans.chat import message_text, plan_completion
-from serving.plans.errors import PlanningFailedError
 from serving.protocol import ChatCompletionRequest
 
 
@@ -39,15 +38,8 @@ class PlanningGateway:
         self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
     ) -> PlanResult:
         salt = self._salter.salt(who.tenant, session)
-        try:
-            async with self._slots.admitted(who.tenant):  # a client waits: no free slot is a 429 at once
-                result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
-        except PlanningFailed as exc:
-            raise PlanningFailedError(f"no valid plan could be produced: {exc.reason}") from exc
-        except CatalogError as exc:  # a ValueError too: keep it before the generic case
-            raise InvalidRequestError(f"invalid tools: {exc}", param="tools") from exc
-        except ValueError as exc:  # empty or over-long request
-            raise InvalidRequestError(str(exc), param="request") from exc
+        async with self._slots.admitted(who.tenant):  # a client waits: no free slot is a 429 at once
+            result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
         self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
         self._metrics.plans.labels(result.path).inc()
         if self._demonstrations is not None:

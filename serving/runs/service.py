@@ -9,13 +9,12 @@ from typing import Any
 from contract.plan import Plan
 from executors.runs import RunService, RunView
 from executors.stores import EscalationState, RunEvent, RunRecord, RunStatus
-from executors.webhooks import WebhookRefused, WebhooksConfig, check_webhook_url
+from executors.webhooks import WebhooksConfig, check_webhook_url
 from planner.service import PlanResult
 from serving.auth import Principal
-from serving.errors import InvalidRequestError, NotFoundError
+from serving.errors import NotFoundError
 from serving.followers import FollowerSlot, FollowerSlots
 from serving.plans.service import PlanningGateway
-from serving.runs.errors import run_errors
 from serving.runs.protocol import RunCreate, RunListStatus
 
 
@@ -53,7 +52,7 @@ class RunGateway:
 
     async def create(self, body: RunCreate, who: Principal, session: str | None) -> tuple[RunView, dict[str, Any]]:
         planned: dict[str, Any] = {"path": "given"}
-        webhook = None if body.webhook_url is None else self._checked_webhook(body.webhook_url)
+        webhook = None if body.webhook_url is None else check_webhook_url(body.webhook_url, self._webhooks)
         recorded: dict[str, Any] = planned
         plan: Plan | None = body.plan
         if body.plan is None:
@@ -68,27 +67,19 @@ class RunGateway:
             recorded = planner_record(result, getattr(self._planning.planner.llm, "model", None))
         else:
             self._planning.check_plan(body.plan)
-        with run_errors():
-            if plan is None:  # no tool fits: the run ends at once as `no_plan`, with the reason
-                reason = planned.get("reason") or "no plan"
-                run_id = await self.runs.record_no_plan(who.tenant, body.request, reason, planner=recorded)
-                return await self.get(who, run_id), planned
-            run_id = await self.runs.start(who.tenant, body.request, plan, webhook_url=webhook, planner=recorded)
-            view = await self.runs.wait(who.tenant, run_id) if body.wait else await self.get(who, run_id)
+        if plan is None:  # no tool fits: the run ends at once as `no_plan`, with the reason
+            reason = planned.get("reason") or "no plan"
+            run_id = await self.runs.record_no_plan(who.tenant, body.request, reason, planner=recorded)
+            return await self.get(who, run_id), planned
+        run_id = await self.runs.start(who.tenant, body.request, plan, webhook_url=webhook, planner=recorded)
+        view = await self.runs.wait(who.tenant, run_id) if body.wait else await self.get(who, run_id)
         return view, planned
 
     async def get(self, who: Principal, run_id: str) -> RunView:
-        with run_errors(run_id):
-            view = await self.runs.get(who.tenant, run_id)
+        view = await self.runs.get(who.tenant, run_id)
         if view is None:  # another tenant's run does not exist for this one
             raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
         return view
-
-    def _checked_webhook(self, url: str) -> str:
-        try:
-            return check_webhook_url(url, self._webhooks)
-        except WebhookRefused as exc:
-            raise InvalidRequestError(str(exc), param="webhook_url") from exc
 
     async def page(
         self, who: Principal, *, status: RunListStatus | None, limit: int, after: str | None
@@ -97,19 +88,16 @@ class RunGateway:
         the next page is the last run id of this one (None at the end)."""
         escalation: EscalationState | None = "open" if status == "escalated" else None
         stored: RunStatus | None = None if status is None or status == "escalated" else status
-        with run_errors():
-            page = await self.runs.store.list_runs(
-                who.tenant, limit=limit + 1, status=stored, escalation=escalation, before=after
-            )
+        page = await self.runs.store.list_runs(
+            who.tenant, limit=limit + 1, status=stored, escalation=escalation, before=after
+        )
         return page[:limit], page[limit - 1].run_id if len(page) > limit else None
 
     async def plans(self, who: Principal, run_id: str) -> list[tuple[int, Plan]]:
-        with run_errors(run_id):
-            return await self.runs.store.plans(who.tenant, run_id)
+        return await self.runs.store.plans(who.tenant, run_id)
 
     async def resume(self, who: Principal, run_id: str) -> RunView:
-        with run_errors(run_id):
-            await self.runs.resume(who.tenant, run_id)
+        await self.runs.resume(who.tenant, run_id)
         return await self.get(who, run_id)
 
     async def follow(

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
-from executors.stores import RunEvent, RunStoreError
+from executors.stores import RunEvent
 from serving.errors import error_body
-from serving.runs.errors import store_unavailable
 
 
 async def event_stream(events: AsyncIterator[RunEvent]) -> AsyncIterator[bytes]:
@@ -18,6 +17,6 @@ async def event_stream(events: AsyncIterator[RunEvent]) -> AsyncIterator[bytes]:
         async for event in events:
             yield f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
     except Exception as exc:  # noqa: BLE001 - a stream error becomes a final error event
-        _, body, _ = error_body(store_unavailable(exc) if isinstance(exc, RunStoreError) else exc)
+        _, body, _ = error_body(exc)
         yield f"event: error\ndata: {json.dumps(body)}\n\n".encode()
     yield b"event: done\ndata: {}\n\n"

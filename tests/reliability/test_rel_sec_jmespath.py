@@ -87,7 +87,7 @@ def test_evaluation_bounds_hold_without_validation() -> None:
     at evaluation, and an intermediate result over the item cap stops the interpreter."""
     started = time.perf_counter()
     outcome = check_condition(BLOWUP, {"a": 1})
-    assert outcome.error is not None and outcome.error.type == "invalid_condition"
+    assert outcome.error is not None and outcome.error.kind == "invalid_condition"
     assert "allowed language" in outcome.error.message
     big = list(range(MAX_ITEMS // 4 + 1))
     outcome = check_condition("length([@,@,@,@,@,@,@,@][]) > `0`", big)
