@@ -1,4 +1,4 @@
-"""Issue 10.1: a client's `success_condition` cannot freeze the gateway.
+"""A client's `success_condition` cannot freeze the gateway.
 
 `[@,@][]|` repeated doubles the data each time (22 times held `/health` for 2.5 s when conditions
 were evaluated on the event loop). Now the language is bounded when a plan is validated (such a
