@@ -65,8 +65,10 @@ class IndexMismatchError(RetrievalError):
 
 
 class EmbedderUnavailableError(RetrievalError):
-    """The embedding model cannot be found or loaded."""
+    """The embedding model cannot be found or loaded: what needs it (search, memory) is unavailable."""
 
+    status = 503
+    type = "service_unavailable"
     code = "embedder_unavailable"
 
 
