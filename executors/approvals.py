@@ -190,13 +190,17 @@ def refusal_summary(decision: ApprovalDecision) -> str:
 class NotAwaitingApproval(ExecutorError):
     """The run does not wait for a decision (never did, or someone decided first)."""
 
-    type = "not_awaiting_approval"
+    kind = "not_awaiting_approval"
+    status = 409
+    type = "invalid_request_error"
 
 
 class ApprovalExpired(ExecutorError):
     """The request expired before this decision arrived; the run was stopped as expired."""
 
-    type = "approval_expired"
+    kind = "approval_expired"
+    status = 409
+    type = "invalid_request_error"
 
 
 async def decide(

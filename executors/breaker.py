@@ -23,7 +23,7 @@ BreakerState = Literal["closed", "open", "half_open"]
 
 def counts_against_tool(error: ExecutorError) -> bool:
     """Does this failure say the tool is unhealthy?"""
-    return isinstance(error, (ToolUnavailable, ToolExecutionError)) or error.type == "timeout"
+    return isinstance(error, (ToolUnavailable, ToolExecutionError)) or error.kind == "timeout"
 
 
 @dataclass

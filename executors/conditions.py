@@ -41,6 +41,7 @@ from jmespath.visitor import Options, TreeInterpreter
 
 from contract import conditions as contract_conditions
 from contract.conditions import DEFAULT_MAX_CHARS, ConditionLanguageError, first_line, quote_expression
+from contract.errors import PlanstackBaseError
 from executors.errors import ConditionFailed, ExecutorError, InvalidCondition
 
 MAX_INPUT_BYTES = 1_048_576
@@ -66,8 +67,8 @@ def compile_expression(expression: str, *, max_chars: int = DEFAULT_MAX_CHARS) -
 
 
 # ---- the evaluation bound ----------------------------------------------------------------------
-class _EvaluationTooLarge(Exception):
-    pass
+class _EvaluationTooLarge(PlanstackBaseError):
+    """An evaluation past a bound (time, list or string size); becomes `InvalidCondition` below."""
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)

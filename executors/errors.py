@@ -1,9 +1,13 @@
 """Typed errors of the executors, and their structured form in node results.
 
 Every failure a node can meet is one of these classes. Each carries `retryable` (the scheduler
-retries only those) and a short `type` that ends up in the node result as
-`{"error": message, "retryable": bool, "type": type}`. Unknown exceptions raised by a tool are
+retries only those) and a short `kind` that ends up in the node result as
+`{"error": message, "retryable": bool, "type": kind}`. Unknown exceptions raised by a tool are
 converted once, in `as_tool_error`, at the boundary between the tool and the scheduler.
+
+The errors a run's caller meets (unknown run, plan too large, ...) also declare, like every planstack
+error, the HTTP status, OpenAI `type` and `code` the gateway answers with; the `code` of an executor
+error is its `kind` unless the class names another.
 """
 
 from __future__ import annotations
@@ -14,104 +18,112 @@ from contract.errors import PlanstackBaseError
 
 
 class ExecutorError(PlanstackBaseError):
-    """Base class: a message, a stable `type` and whether trying again may help."""
+    """Base class: a message, a stable `kind` and whether trying again may help."""
 
-    type: str = "executor_error"
+    kind: str = "executor_error"
+
+    def __init__(self, message: str, *, hint: str | None = None, retry_after_s: int | None = None) -> None:
+        super().__init__(message, hint=hint, retry_after_s=retry_after_s)
+        if self.code is None:
+            self.code = self.kind
 
     def structured(self) -> dict[str, Any]:
         """The form stored in node results and events."""
-        return {"error": self.explained, "retryable": self.retryable, "type": self.type}
+        return {"error": self.explained, "retryable": self.retryable, "type": self.kind}
 
 
 class ToolError(ExecutorError):
     """Raised by a tool (or on its behalf) during a call."""
 
-    type = "tool_error"
+    kind = "tool_error"
 
 
 class ToolArgumentError(ToolError):
     """The arguments do not match the tool's schema; the tool was not called."""
 
-    type = "invalid_arguments"
+    kind = "invalid_arguments"
 
 
 class ToolDataNotFound(ToolError):
     """The tool ran but its data has nothing for these arguments (unknown city, venue...)."""
 
-    type = "not_found"
+    kind = "not_found"
 
 
 class ToolOutputError(ToolError):
     """The tool returned something that does not match its declared output schema."""
 
-    type = "invalid_output"
+    kind = "invalid_output"
 
 
 class ToolExecutionError(ToolError):
     """The tool raised an unexpected exception (a bug or unknown condition); not retried."""
 
-    type = "tool_exception"
+    kind = "tool_exception"
 
 
 class ToolTimeoutError(ToolError):
-    type = "timeout"
+    kind = "timeout"
     retryable = True
 
 
 class ToolUnavailable(ToolError):
     """A transient failure (a backend down, a connection reset): worth another attempt."""
 
-    type = "unavailable"
+    kind = "unavailable"
     retryable = True
 
 
 class CircuitOpenError(ToolUnavailable):
     """The tool's circuit breaker is open: the call fails fast without reaching the tool."""
 
-    type = "circuit_open"
+    kind = "circuit_open"
     retryable = False  # not within this run: the breaker stays open for its cool-down
 
 
 class UnknownToolError(ExecutorError):
-    type = "unknown_tool"
+    kind = "unknown_tool"
 
 
 class ReferenceResolutionError(ExecutorError):
     """A `$node.field` reference cannot be resolved from the upstream output."""
 
-    type = "reference_error"
+    kind = "reference_error"
 
 
 class ConditionFailed(ExecutorError):
     """The node's `success_condition` evaluated falsy on its output."""
 
-    type = "condition_failed"
+    kind = "condition_failed"
 
 
 class InvalidCondition(ExecutorError):
     """The `success_condition` is not a valid (or too long) JMESPath expression."""
 
-    type = "invalid_condition"
+    kind = "invalid_condition"
 
 
 class UpstreamFailed(ExecutorError):
     """Structured reason of a skipped node: something it waits for failed or was skipped."""
 
-    type = "upstream_failed"
+    kind = "upstream_failed"
 
 
 class StepCapReached(ExecutorError):
-    type = "step_cap"
+    kind = "step_cap"
 
 
 class RunTimeout(ExecutorError):
-    type = "run_timeout"
+    kind = "run_timeout"
 
 
 class RunNotFound(ExecutorError):
     """No run with this id for this tenant (runs of other tenants are indistinguishable)."""
 
-    type = "not_found"
+    kind = "not_found"
+    status = 404
+    type = "invalid_request_error"
+    code = "run_not_found"
 
 
 def as_tool_error(exc: BaseException) -> ExecutorError:
@@ -125,6 +137,6 @@ def as_tool_error(exc: BaseException) -> ExecutorError:
     return ToolExecutionError(f"{type(exc).__name__}: {exc}")
 
 
-def structured_error(message: str, type_: str, *, retryable: bool = False, **extra: Any) -> dict[str, Any]:
+def structured_error(message: str, kind: str, *, retryable: bool = False, **extra: Any) -> dict[str, Any]:
     """A structured error built without an exception (run-level explanations)."""
-    return {"error": message, "retryable": retryable, "type": type_, **extra}
+    return {"error": message, "retryable": retryable, "type": kind, **extra}

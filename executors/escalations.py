@@ -63,7 +63,9 @@ class EscalationsConfig(BaseModel):
 class NotEscalated(ExecutorError):
     """The run has no open escalation (never had one, or someone handled it first)."""
 
-    type = "not_escalated"
+    kind = "not_escalated"
+    status = 409
+    type = "invalid_request_error"
 
 
 def opened(config: EscalationsConfig, error: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -16,11 +16,16 @@ from executors.stores.records import TenantQuota
 
 
 class PlanTooLarge(ExecutorError):
-    type = "plan_too_large"
+    """A plan over `runs.max_plan_nodes` or `runs.max_plan_bytes`; nothing was written."""
+
+    kind = "plan_too_large"
+    status = 413
+    type = "invalid_request_error"
+    param = "plan"
 
 
 class OutputTooLarge(ExecutorError):
-    type = "output_too_large"
+    kind = "output_too_large"
 
 
 def tenant_quota(config: RunsConfig) -> TenantQuota:

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from contract.errors import PlanstackBaseError
 from executors.stores import RunEvent, RunStore, WebhookDelivery
 
 logger = logging.getLogger("planstack.executors.webhooks")
@@ -70,8 +71,12 @@ class WebhooksConfig(BaseModel):
     max_url_chars: int = Field(default=2048, ge=16, le=8192, description="Longest webhook_url accepted.")
 
 
-class WebhookRefused(ValueError):
-    """A webhook_url that is not allowed (scheme, host, credentials, length)."""
+class WebhookRefused(PlanstackBaseError):
+    """A webhook_url that is not allowed (scheme, host, credentials, length): the client's (400)."""
+
+    status = 400
+    type = "invalid_request_error"
+    param = "webhook_url"
 
 
 def check_webhook_url(url: str, config: WebhooksConfig) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from contract.errors import PlanstackBaseError
 from planner.safe_regex import FORMAT_CHECKER, pattern_problems
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,63}$")
@@ -30,10 +31,12 @@ MAX_DESCRIPTION = 1000
 FUNCTION_KEYS = {"name", "description", "parameters", "output_schema", "strict"}
 
 
-class CatalogError(ValueError):
-    """Bad tool definitions; `problems` lists each one with where it is."""
+class CatalogError(PlanstackBaseError):
+    """Bad tool definitions (a client's `tools`: 400); `problems` lists each one with where it is."""
 
-    retryable = False
+    status = 400
+    type = "invalid_request_error"
+    param = "tools"
 
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)

@@ -31,11 +31,12 @@ class GrammarConfig(BaseModel):
         default=24,
         ge=2,
         le=400,
-        description="Token budget of one free string when sizing max_tokens. Free strings are NOT bounded in the "
-        "grammar: in outlines a bounded repetition of any character costs ~35 MB of index per field (measured: 5 "
-        "fields of 64 characters = 175 MB) and vLLM keeps 128 indexes, which filled 16 GB and killed the engine; "
-        "an unbounded JSON string costs ~0.4 MB. A value longer than its budget is cut off and the attempt "
-        "retried with stricter grounding; a tool's own maxLength is enforced by validation.",
+        description="Token budget of one free string when sizing max_tokens (planner/sizing.py). Free strings are "
+        "not bounded in the grammar: in outlines a bounded repetition of any character costs tens of MB of token "
+        "index per field and vLLM caches 128 grammars, where an unbounded JSON string costs well under 1 MB. A "
+        "value longer than its budget is cut off and the attempt retried with stricter grounding; a tool's own "
+        "maxLength is enforced by validation. Raise it when arguments are long free text (each node's max_tokens "
+        "grows with it, and so does the time a model that rambles can spend).",
     )
     number_max_digits: int = Field(default=9, ge=1, le=15, description="Digits of a free integer.")
     candidates_per_arg: int = Field(
@@ -73,9 +74,8 @@ class SelectionConfig(BaseModel):
         default=True,
         description="A step proposed a tool an earlier step has is re-scored without the words it shares with "
         "those steps (it may only name their result); another tool that fits the rest by repeat_mask_margin wins, "
-        "and a verbless step left with a repeat joins the step before it. Developed on the pools only: proposal "
-        "node F1 0.905 -> 0.922 (glaive pool, exact tool multisets 58 -> 63 of 85), sgd pool 0.986 and the travel "
-        "demonstrations 0.844 unchanged.",
+        "and a verbless step left with a repeat joins the step before it. Turn it off for catalogs where one tool "
+        "is meant to run several times in a row.",
     )
     repeat_mask_margin: float = Field(default=0.0, ge=-2, le=2, description="See repeat_mask.")
     prerequisites: bool = Field(
@@ -85,9 +85,9 @@ class SelectionConfig(BaseModel):
         default=("_name", "_id"),
         max_length=8,
         description="Argument name endings of identifiers (a `stylist_name`, a `car_id`): one required identifier "
-        "that another tool outputs is enough to propose that tool first (a lookup). Developed on the pools: sgd "
-        "pool proposal node F1 0.986 -> 1.000, glaive pool 0.922 and travel 0.844 unchanged; then once on the scored "
-        "halves: sgd 0.917 -> 0.961, glaive 0.948 unchanged. Empty: only the majority rule.",
+        "that another tool outputs is enough to propose that tool first (a lookup). Add the endings your catalog's "
+        "identifiers use (`_code`, `_key`). Empty: only the majority rule (a tool whose required arguments are "
+        "mostly another tool's outputs).",
     )
     no_fit_below: float = Field(
         default=0.12,
@@ -128,10 +128,10 @@ class PlannerConfig(BaseModel):
     )
     tool_choice: ToolChoice = Field(
         default="proposal",
-        description="'model': the model writes the tool sequence (stage 1) with the proposal as a hint (strong "
-        "models: configs/profiles/phi3-mini-gpu.yaml); 'proposal': the embedding proposal of planner/selection.py "
-        "is the sequence and the model writes the arguments (the default: SmolLM2-135M, given the proposal, "
-        "still pads its tool lists to max_nodes; measured in benchmarks/results/planner.md).",
+        description="'model': the model writes the tool sequence (stage 1) with the proposal as a hint; 'proposal': "
+        "the embedding proposal of planner/selection.py is the sequence and the model writes the arguments. "
+        "'model' suits models that choose tools well (configs/profiles/phi3-mini-gpu.yaml); 'proposal' suits small "
+        "ones that do not (README, Planner: why SmolLM2-135M uses it).",
     )
     argument_hints: bool = Field(
         default=True,
@@ -147,9 +147,8 @@ class PlannerConfig(BaseModel):
     skeleton_agree_proposal: bool = Field(
         default=True,
         description="When no applicable pack has an opinion on the tools a request needs (a tenant's own tools), a "
-        "demonstration agrees when its tool set is the embedding proposal's (planner/selection.py). Calibrated "
-        "with the thresholds below: on the NESTFUL pools it raised the measured (node F1 + edge F1)/2 from 0.731 "
-        "(nearest-only rule at 0.8) to 0.770.",
+        "demonstration agrees when its tool set is the embedding proposal's (planner/selection.py), so its "
+        "structure may be reused (skeleton_agree_score). Off: only a pack's goal rules make a demonstration agree.",
     )
     skeleton_agree_score: float | None = Field(
         default=0.35,
@@ -157,13 +156,9 @@ class PlannerConfig(BaseModel):
         le=1,
         description="Reuse a retrieved demonstration's plan structure (the model then fills only the arguments) "
         "when its tool set is exactly what is expected (an applicable pack's goal rules, else the proposal) and "
-        "its MiniLM cosine similarity is at least this. Chosen by `python -m benchmarks.planner_bench calibrate "
-        "--engine-url URL` on the pools only (benchmarks/results/skeleton_calibration.md): leave-one-out over "
-        "the 108 NESTFUL pool items of the template-disjoint splits and the travel pack's 30 demonstrations, "
-        "skeleton precision >= 0.9 on both, best measured NESTFUL (node+edge)/2 with the planner's own plans "
-        "where no skeleton is taken; agreeing skeletons were exact 94% (NESTFUL) and 100% (travel) of the time "
-        "at every cosine from 0.2 to 0.65 and the measure was flat there: 0.35 is the highest threshold that "
-        "still took all 20 travel skeletons. None disables.",
+        "its MiniLM cosine similarity is at least this. Lower reuses more structures; calibrate it on your own "
+        "demonstrations with `python -m benchmarks.planner_bench calibrate --engine-url URL` (README, Demonstration "
+        "memory: how the default was chosen). None disables.",
     )
     learned_refs_min_count: int | None = Field(
         default=1,
@@ -172,11 +167,9 @@ class PlannerConfig(BaseModel):
         description="Data flow learned from demonstrations (planner/dataflow.py): an argument that the nearest "
         "demonstrations filled with an earlier node's output at least this many times, and at least "
         "`learned_refs_min_rate` of the times they gave it, is offered only references when its node follows "
-        "another (unless the request writes a value right after its name). Calibrated on the pools only: "
-        "`python -m benchmarks.planner_bench calibrate-refs` (benchmarks/results/reference_calibration.md): "
-        "leave-one-out over the 108 NESTFUL pool items and the 30 travel demonstrations, the highest NESTFUL "
-        "recall of gold references (0.611) with precision >= 0.85 on both pools (0.907 NESTFUL, 1.0 travel). "
-        "None disables.",
+        "another (unless the request writes a value right after its name). Higher asks for more evidence before "
+        "narrowing an argument; calibrate it with `python -m benchmarks.planner_bench calibrate-refs`. None "
+        "disables (a model that reads the data flow from its examples needs no narrowing).",
     )
     learned_refs_min_rate: float = Field(
         default=0.75,
@@ -196,9 +189,9 @@ class PlannerConfig(BaseModel):
         ge=-1,
         le=1,
         description="Reuse the nearest demonstration's plan structure whatever is expected when its cosine "
-        "similarity is at least this: near-repeats of a solved request, e.g. a tenant's corrected plan. Same "
-        "calibration: below 0.85 copying a non-agreeing structure lowered the measured NESTFUL F1 or was wrong "
-        "on travel (precision 0.40 at 0.8, 0.42 at 0.6); from 0.85 on it was exact on both pools. None disables.",
+        "similarity is at least this: near-repeats of a solved request, e.g. a tenant's corrected plan. Keep it "
+        "high: such a structure is copied on similarity alone, even when it does not agree with the expected "
+        "tools. None disables.",
     )
     max_tokens_cap: int = Field(
         default=512, ge=8, le=4096, description="Upper bound on the max_tokens derived from a schema's worst case."
@@ -219,7 +212,8 @@ class PlannerConfig(BaseModel):
         description="Budget for the whole staged conversation (characters, ~2.9 per SmolLM2 token): the "
         "prompt plus ~650 characters per expected node turn; the farthest demonstrations are dropped until it "
         "fits, so prompt + output stay inside the model's context (2048 tokens for SmolLM2). An engine that still "
-        "says the prompt is too long gets the next attempt without demonstrations.",
+        "says the prompt is too long gets the next attempt without demonstrations. Scale it with the model's "
+        "context length (the Phi-3 profile's 4k context: 9000).",
     )
     prompt_max_tools: int = Field(
         default=8,

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.errors import PlanstackBaseError
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.grammar import SchemaBuilder, ValueContext, max_tokens_for, unwrap_other
@@ -25,8 +26,9 @@ from planner.prompts import PromptBook, compact
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
-class DecodeError(Exception):
-    """The model's output could not be read as the expected JSON (schema layer)."""
+class DecodeError(PlanstackBaseError):
+    """The model's output could not be read as the expected JSON (schema layer); the planner's retry
+    loop handles it, so it never reaches a client."""
 
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(message)

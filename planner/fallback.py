@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.errors import PlanstackBaseError
 from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.drafting import draft_args
@@ -19,8 +20,8 @@ from planner.selection import Selection
 from planner.values import RequestValues
 
 
-class FallbackError(Exception):
-    retryable = False
+class FallbackError(PlanstackBaseError):
+    """The rule-based planner has no plan either; the planner reports it inside `PlanningFailed`."""
 
 
 def proposal_plan(selection: Selection, values: RequestValues, catalog: ToolCatalog, *, max_nodes: int) -> Plan:

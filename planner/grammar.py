@@ -31,17 +31,15 @@ grammar (it could blow up compilation); candidates are filtered by it and valida
 
 from __future__ import annotations
 
-import json
 import re
-import re._constants as sre_constants
-import re._parser as sre_parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner import safe_regex
+from planner import safe_regex, sizing
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import GrammarConfig, Grounding
+from planner.sizing import Budget
 from planner.values import Candidate, RequestValues, name_tokens, rank
 
 JsonSchema = dict[str, Any]
@@ -454,43 +452,20 @@ def unwrap_other(value: Any) -> Any:
     return value
 
 
+def grammar_budget(config: GrammarConfig) -> Budget:
+    """What the planner allows for the parts of its grammars left unbounded (planner/sizing.py)."""
+    return Budget(
+        free_string=config.free_string_tokens,
+        number_digits=config.number_max_digits,
+        array_items=config.max_array_items,
+    )
+
+
 def max_tokens_for(schema: Mapping[str, Any], config: GrammarConfig, cap: int) -> int:
-    """`max_tokens` that never cuts the grammar's output: its longest match in characters (a token is at
-    least one character) + the end token; an unbounded part counts its token budget; the cap wins above."""
-    return max(8, min(cap, worst_case_chars(schema, config) + 2))
+    """`max_tokens` that never cuts the grammar's output within its budgets; the cap wins above."""
+    return sizing.max_tokens_for(schema, grammar_budget(config), cap)
 
 
 def worst_case_chars(schema: Mapping[str, Any], config: GrammarConfig) -> int:
-    """Longest JSON text the schema's regex (outlines_core: `[ ]?` whitespace) can match."""
-    if "anyOf" in schema:
-        return max(worst_case_chars(option, config) for option in schema["anyOf"])
-    if "enum" in schema:
-        return max((len(json.dumps(v)) for v in schema["enum"]), default=2)
-    if "const" in schema:
-        return len(json.dumps(schema["const"]))
-    kind = schema.get("type")
-    if kind == "object":
-        props = schema.get("properties", {})
-        return 2 + sum(len(json.dumps(k)) + 5 + worst_case_chars(v, config) for k, v in props.items())
-    if kind == "array":
-        items = int(schema.get("maxItems", config.max_array_items))
-        return 2 + items * (worst_case_chars(schema.get("items", {}), config) + 3)
-    if kind == "string":
-        if "format" in schema:
-            return 2 + {"date": 10, "time": 16, "date-time": 32, "uuid": 36}.get(str(schema["format"]), 64)
-        width = pattern_width(schema["pattern"]) if "pattern" in schema else None
-        if width is None and "maxLength" in schema and "pattern" not in schema:
-            width = int(schema["maxLength"]) * 6  # escapes: \uXXXX
-        return 2 + (width if width is not None else config.free_string_tokens)
-    if kind == "integer" and "maxDigits" in schema:
-        return 1 + int(schema["maxDigits"])
-    return {"boolean": 5, "null": 4}.get(str(kind), config.free_string_tokens)
-
-
-def pattern_width(pattern: str) -> int | None:
-    """Longest match of one of OUR regexes in characters (None: unbounded). Never run on client text."""
-    try:
-        _, high = sre_parse.parse(pattern.strip("^$")).getwidth()
-    except re.error:
-        return None
-    return None if high >= sre_constants.MAXREPEAT else int(high)
+    """Longest JSON text the schema admits (outlines_core's regex), unbounded parts at their budget."""
+    return sizing.worst_case_chars(schema, grammar_budget(config))

@@ -37,25 +37,47 @@ class Completion:
 
 
 class LLMError(PlanstackBaseError):
-    """A failed engine call; `retryable` says whether the same call may succeed later."""
+    """A failed engine call; `retryable` says whether the same call may succeed later, `engine_status`
+    is the engine's own HTTP status when it answered. A client is told only what kind of failure it
+    was (`public_message`), never the engine's words; the gateway answers 502 unless a subclass says
+    otherwise."""
 
-    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None) -> None:
+    status = 502
+    type = "upstream_error"
+    public_message: str | None = "the engine rejected the planner's request"
+
+    def __init__(self, message: str, *, engine_status: int | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
-        self.status = status
+        self.engine_status = engine_status
 
 
 class LLMUnavailable(LLMError):
     """The engine cannot be reached (down, restarting, overloaded)."""
 
+    status = 503
+    type = "service_unavailable"
+    code = "engine_unavailable"
     retryable = True
+    retry_after_s = 5
+    public_message: str | None = "the engine is not reachable"
 
 
 class LLMBusy(LLMUnavailable):
     """No engine slot is free for this caller (the gateway's back-pressure): try again shortly."""
 
+    status = 429
+    type = "rate_limit_error"
+    code = "too_many_requests"
+    retry_after_s = 1
+    public_message = None  # the gateway's own words: which limit was reached
+
 
 class LLMTimeout(LLMError):
+    status = 504
+    type = "timeout"
+    code = "engine_timeout"
     retryable = True
+    public_message = "the engine did not answer in time"
 
 
 class LLMRejected(LLMError):

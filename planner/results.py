@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contract.errors import PlanstackBaseError
 from contract.plan import Plan
 from planner.validation import ValidationReport
 
@@ -86,12 +87,23 @@ class PlanResult:
         }
 
 
-class PlanningFailed(Exception):
-    """Neither the model nor the fallback produced a valid plan."""
+class PlanningFailed(PlanstackBaseError):
+    """Neither the model nor the fallback produced a valid plan (422: the request was understood, no
+    valid plan could be made for it); `reason` says why, `attempts` what was tried."""
 
-    retryable = False
+    status = 422
+    type = "invalid_request_error"
+    code = "planning_failed"
 
     def __init__(self, reason: str, attempts: list[Attempt]) -> None:
-        super().__init__(reason)
+        super().__init__(f"no valid plan could be produced: {reason}")
         self.reason = reason
         self.attempts = attempts
+
+
+class InvalidPlanningRequest(PlanstackBaseError):
+    """The request text cannot be planned at all: empty, or longer than `planner.request_max_chars`."""
+
+    status = 400
+    type = "invalid_request_error"
+    param = "request"

@@ -23,15 +23,19 @@ import re2
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.protocols import Validator
 
+from contract.errors import PlanstackBaseError
+
 MAX_PATTERN_CHARS = 1000
 RE2_MAX_MEM = 8 << 20  # bytes of compiled program per pattern (RE2's default)
 _CACHE_SIZE = 1024
 
 
-class UnsafePattern(ValueError):
-    """A pattern RE2 does not support (backreferences, lookaround...) or one that is too long."""
+class UnsafePattern(PlanstackBaseError):
+    """A pattern RE2 does not support (backreferences, lookaround...) or one that is too long; always
+    a client's pattern (in a tool schema or a `response_format`): 400."""
 
-    retryable = False
+    status = 400
+    type = "invalid_request_error"
 
 
 def _options() -> Any:

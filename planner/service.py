@@ -30,7 +30,7 @@ from planner.grammar import Upstream, ValueContext, wrap_reference
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
 from planner.packs import DomainPack, load_packs
 from planner.prompts import PromptBook, example_turns
-from planner.results import Attempt, Path_, PlanningFailed, PlanResult
+from planner.results import Attempt, InvalidPlanningRequest, Path_, PlanningFailed, PlanResult
 from planner.retries import RetryPlan
 from planner.rules import BusinessRules
 from planner.selection import Selection, ToolSelector
@@ -161,9 +161,9 @@ class PlannerService:
     # pipeline ------------------------------------------------------------------------------
     def _check_request(self, request: str) -> None:
         if not request.strip():
-            raise ValueError("the request is empty")
+            raise InvalidPlanningRequest("the request is empty")
         if len(request) > self.config.request_max_chars:
-            raise ValueError(f"the request is longer than {self.config.request_max_chars} characters")
+            raise InvalidPlanningRequest(f"the request is longer than {self.config.request_max_chars} characters")
 
     async def _prepare(self, request: str, catalog: ToolCatalog, tenant: str) -> _Request:
         today = self.config.effective_today()

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from contract.conditions import condition_problem
+from contract.errors import PlanstackBaseError
 from contract.plan import REFERENCE_RE, Plan
 from planner.catalog import ToolCatalog
 from planner.issues import Issue
@@ -26,7 +27,10 @@ LAYERS: tuple[Layer, ...] = ("schema", "dag", "arguments", "rules")
 REFERENCE_SCHEMA = {"type": "string", "pattern": REFERENCE_RE.pattern}
 
 
-class PlanValidationError(Exception):
+class PlanValidationError(PlanstackBaseError):
+    """A plan that fails one validation layer; `retryable`: the model is asked again with `feedback()`.
+    Raised and handled inside the planner; a client-given plan is checked with a report instead."""
+
     layer: Layer = "schema"
     retryable = True
 

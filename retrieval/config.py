@@ -29,16 +29,16 @@ class RetrievalConfig(BaseModel):
     cpu_threads: int | None = Field(
         default=1,
         ge=1,
-        description="torch intra-op threads when device is cpu (process-wide). 1 is fastest when the vLLM engine "
-        "shares the cores (a single query took 30 ms with 1 thread, 1.1 s with 2 on a busy 2-core machine); "
-        "None keeps torch's default.",
+        description="torch intra-op threads when device is cpu (process-wide). 1 suits a machine whose cores the "
+        "vLLM engine also uses (threads then only contend for them); raise it, or None for torch's default, when "
+        "the gateway has cores of its own.",
     )
     faiss_threads: int | None = Field(
         default=1,
         ge=1,
         description="FAISS OpenMP threads for searching (process-wide, set by apply_search_threads). A single query "
-        "does not gain from threads, and on a busy 2-core machine 2 threads made a 100k exact search 5x slower; "
-        "None keeps the OpenMP default.",
+        "gains little from threads and they contend with the engine for the cores; raise it, or None for the OpenMP "
+        "default, for large exact collections on a machine with idle cores.",
     )
     batch_size: int = Field(default=64, ge=1, le=4096, description="Texts embedded per forward pass.")
     chunk_size: int = Field(default=800, ge=100, le=20000, description="Target chunk length in characters.")

@@ -43,6 +43,15 @@ class CollectionExistsError(RetrievalError):
     code = "collection_exists"
 
 
+class InvalidDemonstrationError(RetrievalError):
+    """A demonstration over a bound of the tenant's memory (request or plan too long, no node, larger
+    than the whole budget), or with an empty request. Nothing of its batch was stored."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "demonstration_too_large"
+
+
 class IndexCorruptError(RetrievalError):
     """An index on disk is damaged: bad checksum, unreadable file, inconsistent counts."""
 
@@ -56,8 +65,10 @@ class IndexMismatchError(RetrievalError):
 
 
 class EmbedderUnavailableError(RetrievalError):
-    """The embedding model cannot be found or loaded."""
+    """The embedding model cannot be found or loaded: what needs it (search, memory) is unavailable."""
 
+    status = 503
+    type = "service_unavailable"
     code = "embedder_unavailable"
 
 

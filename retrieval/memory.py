@@ -39,7 +39,7 @@ from contract.demonstrations import Demonstration
 from contract.embedding import TextEmbedder
 from retrieval.collection import ChunkDraft, ChunkRecord, Collection
 from retrieval.embedder import Embedder
-from retrieval.errors import RetrievalError
+from retrieval.errors import InvalidDemonstrationError, RetrievalError
 from retrieval.memory_config import LearningConfig
 from retrieval.store import CollectionRef, IndexStore, validate_name
 
@@ -196,8 +196,8 @@ class TenantMemory:
 
     def add_many(self, tenant: str, items: Sequence[NewDemonstration]) -> AddReport:
         """Store demonstrations (one save for all), then evict past the tenant's bounds. A demonstration
-        over `max_request_chars` / `max_plan_bytes`, or larger than the whole budget, raises ValueError
-        and nothing is stored."""
+        over `max_request_chars` / `max_plan_bytes`, or larger than the whole budget, raises
+        InvalidDemonstrationError and nothing is stored."""
         for item in items:
             self._check(item)
         if not items:
@@ -263,16 +263,16 @@ class TenantMemory:
     def _check(self, item: NewDemonstration) -> None:
         config = self.config
         if not item.request.strip():
-            raise ValueError("a demonstration needs a non-empty request")
+            raise InvalidDemonstrationError("a demonstration needs a non-empty request")
         if len(item.request) > config.max_request_chars:
-            raise ValueError(f"the request is longer than {config.max_request_chars} characters")
+            raise InvalidDemonstrationError(f"the request is longer than {config.max_request_chars} characters")
         if not isinstance(item.plan, dict) or not item.plan.get("nodes"):
-            raise ValueError("a demonstration needs a plan with at least one node")
+            raise InvalidDemonstrationError("a demonstration needs a plan with at least one node")
         plan_bytes = demonstration_bytes("", item.plan)
         if plan_bytes > config.max_plan_bytes:
-            raise ValueError(f"the plan is {plan_bytes} bytes; the limit is {config.max_plan_bytes}")
+            raise InvalidDemonstrationError(f"the plan is {plan_bytes} bytes; the limit is {config.max_plan_bytes}")
         if demonstration_bytes(item.request, item.plan) > config.max_bytes_per_tenant:
-            raise ValueError("the demonstration is larger than the tenant's whole memory budget")
+            raise InvalidDemonstrationError("the demonstration is larger than the tenant's whole memory budget")
 
     def _put(self, collection: Collection, item: NewDemonstration, vector: Any) -> Added:
         now = self._clock()

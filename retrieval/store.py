@@ -29,7 +29,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -273,7 +273,7 @@ class IndexStore:
                 hnsw_ef_search=collection.hnsw.ef_search,
                 count=collection.count,
                 generation=generation,
-                updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                updated_at=datetime.now(UTC).isoformat(timespec="seconds"),
                 index_file=FileEntry(name=index_name, sha256=sha256_hex(index_bytes), bytes=len(index_bytes)),
                 chunks_file=FileEntry(name=chunks_name, sha256=sha256_hex(chunks_bytes), bytes=len(chunks_bytes)),
             )

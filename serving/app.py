@@ -16,7 +16,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contract.errors import PlanstackBaseError
-from executors.stores import RunStoreError
 from executors.upkeep import upkeep
 from serving import __version__
 from serving.auth import ApiKeyAuth
@@ -24,7 +23,7 @@ from serving.chat import ChatService
 from serving.dependencies import Services
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
 from serving.metrics import GatewayMetrics
-from serving.planning import PlanningGateway, RunGateway, store_unavailable
+from serving.plans.service import PlanningGateway
 from serving.routes import approvals as approvals_route
 from serving.routes import chat as chat_route
 from serving.routes import completions as completions_route
@@ -38,6 +37,7 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
+from serving.runs.service import RunGateway
 from serving.settings import Settings
 from serving.stack import Stack, build_stack
 from serving.steering import SteeringGateway
@@ -81,15 +81,7 @@ def _error_response(exc: BaseException, metrics: GatewayMetrics) -> JSONResponse
 
 
 def install_error_funnel(app: FastAPI, metrics: GatewayMetrics) -> None:
-    @app.exception_handler(PlanstackError)
-    async def _planstack(_: Request, exc: PlanstackError) -> JSONResponse:
-        return _error_response(exc, metrics)
-
-    @app.exception_handler(RunStoreError)
-    async def _store(_: Request, exc: RunStoreError) -> JSONResponse:
-        return _error_response(store_unavailable(exc), metrics)
-
-    @app.exception_handler(PlanstackBaseError)  # e.g. the planner's engine errors: 429 / 503 / 504
+    @app.exception_handler(PlanstackBaseError)  # any package's typed error: the status its class declares
     async def _typed(_: Request, exc: PlanstackBaseError) -> JSONResponse:
         return _error_response(exc, metrics)
 

@@ -245,10 +245,8 @@ class DemonstrationService:
             raise InvalidRequestError(f"{param}: {exc}", param=param) from exc
 
     async def _add(self, tenant: str, items: list[NewDemonstration]) -> AddReport:
-        try:
-            return await asyncio.to_thread(self.memory.add_many, tenant, items)
-        except ValueError as exc:  # over a bound: request or plan too long
-            raise InvalidRequestError(str(exc), code="demonstration_too_large") from exc
+        """Store a batch; one over a bound of the memory refuses it whole (`InvalidDemonstrationError`, 400)."""
+        return await asyncio.to_thread(self.memory.add_many, tenant, items)
 
 
 def _json_line(line: str, where: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from serving.embeddings import EmbeddingService
 from serving.errors import EngineUnavailableError, InvalidRequestError, PayloadTooLargeError
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
-from serving.planning import PlanningGateway, RunGateway
+from serving.plans.service import PlanningGateway
+from serving.runs.service import RunGateway
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
 from serving.steering import SteeringGateway

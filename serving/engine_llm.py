@@ -3,7 +3,7 @@
 Planner and re-planner calls go through the same client as the chat relay, so they take the same
 bounded per-tenant slots, show in the same `planstack_upstream_*` metrics and fail with the same
 vocabulary, translated here into the planner's (`LLMBusy`, `LLMUnavailable`, `LLMTimeout`,
-`LLMRejected`); the error funnel turns those back into 429 / 503 / 504 at the HTTP boundary.
+`LLMRejected`); each of those declares the 429 / 503 / 504 / 502 the error funnel answers with.
 
 The `PlannerLLM` protocol does not carry the tenant: whoever calls the planner admits the request
 first (`UpstreamSlots.admitted(tenant)`), and the calls made inside run on that admission's slot and
@@ -48,8 +48,8 @@ UNAVAILABLE_STATUSES = frozenset({408, 429, 502, 503, 504})  # the engine may an
 def _upstream_as_llm_error(exc: PlanstackError) -> LLMError:
     status = exc.status if isinstance(exc, UpstreamError) else None
     if status in UNAVAILABLE_STATUSES:
-        return LLMUnavailable(exc.message, status=status)
-    return LLMRejected(exc.message, status=status)
+        return LLMUnavailable(exc.message, engine_status=status)
+    return LLMRejected(exc.message, engine_status=status)
 
 
 # The gateway's engine errors in the planner's vocabulary (the most specific class first).
@@ -63,7 +63,7 @@ _AS_LLM_ERROR: tuple[tuple[type[PlanstackError], type[LLMError]], ...] = (
 def as_llm_error(exc: PlanstackError) -> LLMError:
     for gateway_error, llm_error in _AS_LLM_ERROR:
         if isinstance(exc, gateway_error):
-            return llm_error(exc.message, status=exc.status, hint=exc.hint)
+            return llm_error(exc.message, engine_status=exc.status, hint=exc.hint)
     return _upstream_as_llm_error(exc)
 
 

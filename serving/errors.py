@@ -1,55 +1,26 @@
-"""Typed errors and the one funnel that turns any exception into an OpenAI-shaped error body.
+"""The gateway's own typed errors, and the one funnel that turns any exception into an OpenAI error body.
 
 Every error the gateway answers with has the OpenAI shape
 `{"error": {"message", "type", "param", "code"}}` and the matching HTTP status; nothing else (no
-stack trace, no framework default page, no server file path) ever reaches a client.
+stack trace, no framework default page, no server file path) ever reaches a client. Any planstack
+error (`contract.errors.PlanstackBaseError`, whichever package raised it) answers with the status,
+type, code, param and `Retry-After` its class declares; any other exception is a bare 500.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from contract.errors import PlanstackBaseError
-from planner.llm import LLMBusy, LLMError, LLMTimeout, LLMUnavailable
-from serving.redaction import redact_paths
+from executors.stores import RunStoreError
+from serving.redaction import describe_store_failure, redact_paths
 
 logger = logging.getLogger("planstack.errors")
 
 
 class PlanstackError(PlanstackBaseError):
-    """Base class: an error with an HTTP status, an OpenAI error type and a retry hint."""
-
-    status: int = 500
-    type: str = "server_error"
-    code: str | None = None
-    retryable: bool = False
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        param: str | None = None,
-        code: str | None = None,
-        hint: str | None = None,
-        retry_after_s: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        if code is not None:
-            self.code = code
-        self.hint = hint
-        self.retry_after_s = retry_after_s
-
-    def body(self) -> dict[str, Any]:
-        message = self.message if self.hint is None else f"{self.message} ({self.hint})"
-        error = {"message": redact_paths(message), "type": self.type, "param": self.param, "code": self.code}
-        return {"error": error}
-
-    def headers(self) -> dict[str, str]:
-        return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
+    """An error the gateway itself raises (its requests, limits, engine client and configuration)."""
 
 
 class ConfigError(PlanstackError):
@@ -102,15 +73,6 @@ class EngineUnavailableError(PlanstackError):
     retryable = True
 
 
-class StoreUnavailableError(PlanstackError):
-    """The run store cannot be read or written (disk full, read-only); nothing was half-written."""
-
-    status = 503
-    type = "service_unavailable"
-    code = "run_store_unavailable"
-    retryable = True
-
-
 class SchemaCheckUnavailableError(PlanstackError):
     """The schema compile check could not run (its worker died and is being restarted)."""
 
@@ -137,25 +99,22 @@ class UpstreamError(PlanstackError):
         self.retryable = self.status >= 500
 
 
-# The planner's engine errors (planner/llm.py) answer like the chat relay's: 429, 504, 503, else 502.
-PLANNER_ENGINE_ERRORS: tuple[tuple[type[LLMError], Callable[[LLMError], PlanstackError]], ...] = (
-    (LLMBusy, lambda exc: RateLimitError(exc.message, retry_after_s=1)),
-    (LLMTimeout, lambda exc: EngineTimeoutError("the engine did not answer in time")),
-    (LLMUnavailable, lambda exc: EngineUnavailableError("the engine is not reachable", retry_after_s=5)),
-    (LLMError, lambda exc: UpstreamError(502, "the engine rejected the planner's request")),
-)
-
-
-def planner_engine_error(exc: LLMError) -> PlanstackError:
-    return next(to_gateway(exc) for kind, to_gateway in PLANNER_ENGINE_ERRORS if isinstance(exc, kind))
+def public_message(exc: PlanstackBaseError) -> str:
+    """What a client is told: the message and its hint, or the class's `public_message` when its own
+    text is another system's words. A run-store failure is a typed phrase (disk full, read-only...),
+    never SQLite's message or the store's path (both stay in the log)."""
+    if isinstance(exc, RunStoreError):
+        return f"the run store is unavailable: {describe_store_failure(exc)}"
+    return exc.public_message if exc.public_message is not None else exc.explained
 
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
     """Status, OpenAI error body and headers for any exception; unknown ones become a bare 500."""
-    if isinstance(exc, LLMError):
-        exc = planner_engine_error(exc)
-    if isinstance(exc, PlanstackError):
-        return exc.status, exc.body(), exc.headers()
-    logger.exception("unhandled error", exc_info=exc)
-    internal = PlanstackError("internal server error", code="internal_error")
-    return internal.status, internal.body(), {}
+    if not isinstance(exc, PlanstackBaseError):
+        logger.exception("unhandled error", exc_info=exc)
+        exc = PlanstackError("internal server error", code="internal_error")
+    elif exc.status == 500:  # an internal failure, typed: kept in the log like an unknown one
+        logger.error("%s answered %d: %s", type(exc).__name__, exc.status, exc.message, exc_info=exc)
+    error = {"message": redact_paths(public_message(exc)), "type": exc.type, "param": exc.param, "code": exc.code}
+    headers = {} if exc.retry_after_s is None else {"Retry-After": str(exc.retry_after_s)}
+    return exc.status, {"error": error}, headers

@@ -220,6 +220,6 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """The body of every error answer (serving/errors.py: `PlanstackError.body`)."""
+    """The body of every error answer (serving/errors.py: `error_body`)."""
 
     error: ErrorDetail

@@ -186,9 +186,10 @@ class ToolCallSettings(_Section):
         48,
         ge=4,
         le=512,
-        description="Token budget of one free string argument when sizing max_tokens (strings are unbounded in "
-        "the grammar: a bounded any-character field costs outlines ~35 MB of index and vLLM keeps 128). A longer "
-        "value is cut off and re-asked once; a tool's own maxLength/pattern is enforced by validation.",
+        description="Token budget of one free string argument when sizing max_tokens (planner/sizing.py; strings "
+        "are unbounded in the grammar: a bounded any-character field costs outlines tens of MB of index and vLLM "
+        "caches 128 grammars). A longer value is cut off and re-asked once; a tool's own maxLength/pattern is "
+        "enforced by validation. Raise it for tools whose string arguments are long free text.",
     )
     max_array_items: int = Field(4, ge=1, le=64, description="maxItems of an array argument without a smaller one.")
     number_max_digits: int = Field(9, ge=1, le=18, description="Digits of the integer part of a numeric argument.")

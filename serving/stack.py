@@ -6,7 +6,8 @@ knowledge base, the cache salter, the schema guard, the embedding service and ea
 demonstration memory (all on the knowledge base's model: one MiniLM per process); `await
 stack.start()` (or `async with stack:`) opens the run store and the run service inside the running
 event loop, and `aclose()` closes everything in reverse order. The gateway's lifespan, every CLI
-command, the benchmarks and the test helpers get their objects here; nothing else constructs them.
+command, the benchmarks (`standalone_planner_llm`, `build_planner`, `StandaloneRuns`) and the test
+helpers get their objects here; nothing else constructs them.
 Tests inject a registry or a planner LLM.
 """
 
@@ -14,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contract.demonstrations import DemonstrationSource
+from contract.plan import Plan
+from executors.config import ExecutorConfig
 from executors.registry import ToolRegistry
-from executors.runs import RunService
+from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
 from executors.stores import RunStore, open_run_store
 from executors.tools import KnowledgeSearch, default_registry
@@ -41,7 +45,7 @@ from serving.engine_llm import EnginePlannerLLM
 from serving.errors import EngineUnavailableError
 from serving.isolation import CacheSalter, server_secret
 from serving.metrics import GatewayMetrics
-from serving.planning import TenantReplanner
+from serving.plans.replanner import TenantReplanner
 from serving.routing import EngineRouting
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
@@ -221,6 +225,39 @@ async def run_store_for(settings: Settings, *, url: str | None = None) -> AsyncI
         yield store
     finally:
         await store.aclose()
+
+
+class StandaloneRuns:
+    """Given plans run to the end without a gateway (benchmarks): the stack's run store, scheduler and
+    run service over `registry` (default: the demo tools), with no re-planner, steering or learning.
+    Each `run` gets a fresh scheduler, so one plan's circuit breakers never fail the next; `sleep`
+    and `seed` make retry backoff instant and its jitter repeatable."""
+
+    def __init__(
+        self,
+        store_url: str,
+        *,
+        registry: ToolRegistry | None = None,
+        config: ExecutorConfig | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        seed: int | None = None,
+    ) -> None:
+        self.store = open_run_store(store_url)
+        self.registry = registry or default_registry()
+        self._config = config or ExecutorConfig()
+        self._sleep = sleep
+        self._seed = seed
+
+    async def run(self, tenant: str, request: str, plan: Plan) -> RunView:
+        rng = None if self._seed is None else random.Random(self._seed)
+        service = RunService(self.store, DagScheduler(self.registry, self._config, sleep=self._sleep, rng=rng))
+        try:
+            return await service.run(tenant, request, plan)
+        finally:
+            await service.aclose()
+
+    async def aclose(self) -> None:
+        await self.store.aclose()
 
 
 def open_knowledge_base(settings: Settings) -> KnowledgeBase:

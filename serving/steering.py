@@ -1,30 +1,29 @@
-"""Approvals and escalations behind the gateway: request bodies, the tenant's decider, typed errors.
+"""Approvals and escalations behind the gateway: request bodies and the tenant's decider.
 
 `SteeringGateway` serves `POST /v1/runs/{id}/approve|reject` and `/v1/escalations`. Everything is
 tenant-scoped (another tenant's run is a 404 like an unknown id); the decider is the API key's
-tenant plus the caller's `name`, sanitised and bounded before it is recorded.
+tenant plus the caller's `name`, sanitised and bounded before it is recorded. The executors' errors
+(`NotAwaitingApproval`, `ApprovalExpired`, `NotEscalated`, `RunBusy`, ...) reach the error funnel as
+they are raised: each declares its status (409, 404, ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from contract.plan import Plan
 from executors import escalations
-from executors.approvals import ApprovalExpired, Decider, NotAwaitingApproval, sanitize_name
-from executors.escalations import NotEscalated
+from executors.approvals import Decider, sanitize_name
 from executors.runs import RunService, RunView
 from executors.steering import Steering
 from executors.stores import RunStore
 from executors.webhooks import WebhookNotifier
 from serving.auth import Principal
-from serving.errors import InvalidRequestError, NotFoundError, PlanstackError
+from serving.errors import InvalidRequestError, NotFoundError
 from serving.metrics import GatewayMetrics
-from serving.planning import PlanningGateway, run_errors
+from serving.plans.service import PlanningGateway
 from serving.settings import Settings
 
 
@@ -54,35 +53,6 @@ class EscalationAction(BaseModel):
     note: str | None = Field(None, max_length=2000, description="Close: why.")
 
 
-class NotAwaitingApprovalError(PlanstackError):
-    status = 409
-    type = "invalid_request_error"
-    code = "not_awaiting_approval"
-
-
-class ApprovalExpiredError(NotAwaitingApprovalError):
-    code = "approval_expired"
-
-
-class NotEscalatedError(PlanstackError):
-    status = 409
-    type = "invalid_request_error"
-    code = "not_escalated"
-
-
-@contextmanager
-def steering_errors(run_id: str) -> Iterator[None]:
-    with run_errors(run_id):
-        try:
-            yield
-        except ApprovalExpired as exc:
-            raise ApprovalExpiredError(exc.message) from exc
-        except NotAwaitingApproval as exc:
-            raise NotAwaitingApprovalError(exc.message) from exc
-        except NotEscalated as exc:
-            raise NotEscalatedError(exc.message) from exc
-
-
 class SteeringGateway:
     def __init__(self, runs: RunService, planning: PlanningGateway) -> None:
         self.runs = runs
@@ -95,16 +65,14 @@ class SteeringGateway:
     async def decide(
         self, who: Principal, run_id: str, verdict: Literal["approved", "rejected"], body: DecisionCreate
     ) -> dict[str, Any]:
-        with steering_errors(run_id):
-            decision = await self.runs.decide(
-                who.tenant, run_id, verdict, by=self.decider(who, body.name), reason=body.reason, replan=body.replan
-            )
+        decision = await self.runs.decide(
+            who.tenant, run_id, verdict, by=self.decider(who, body.name), reason=body.reason, replan=body.replan
+        )
         return {"run_id": run_id, "decision": decision.model_dump(mode="json")}
 
     async def queue(self, who: Principal, *, limit: int, after: str | None) -> dict[str, Any]:
         """The tenant's open escalations, newest first, paged."""
-        with run_errors():
-            page = await self.runs.store.list_runs(who.tenant, limit=limit + 1, escalation="open", before=after)
+        page = await self.runs.store.list_runs(who.tenant, limit=limit + 1, escalation="open", before=after)
         items = [
             {
                 "run_id": record.run_id,
@@ -127,14 +95,12 @@ class SteeringGateway:
             if body.plan is None:
                 raise InvalidRequestError("re-planning an escalation needs the edited `plan`", param="plan")
             self._planning.check_plan(body.plan)
-        with steering_errors(run_id):
-            await escalations.reopen(self.runs, who.tenant, run_id, action, self.decider(who, body.name), body.plan)
-            view = await self.runs.get(who.tenant, run_id)
+        await escalations.reopen(self.runs, who.tenant, run_id, action, self.decider(who, body.name), body.plan)
+        view = await self.runs.get(who.tenant, run_id)
         if view is None:  # purged meanwhile
             raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
         return view
 
     async def close(self, who: Principal, run_id: str, body: EscalationAction) -> dict[str, Any]:
-        with steering_errors(run_id):
-            state = await escalations.close(self.runs, who.tenant, run_id, self.decider(who, body.name), body.note)
+        state = await escalations.close(self.runs, who.tenant, run_id, self.decider(who, body.name), body.note)
         return {"run_id": run_id, "escalation": state}

@@ -183,6 +183,7 @@ def accuracy(
 ) -> None:
     """Plan accuracy against gold plans: planner vs unconstrained decoding vs nearest-neighbour copy."""
     from benchmarks.harness.accuracy import AccuracyConfig, run_accuracy
+    from planner.catalog import CatalogError
 
     if not engine_url and not gateway_url:
         raise typer.BadParameter("give --engine-url (in-process planner) or --gateway-url")
@@ -221,7 +222,7 @@ def accuracy(
             else:
                 result = asyncio.run(run_accuracy(config, sets, Path(tmp), progress))
                 result["datasets"] = {d.name: d.describe() for d in sets}
-        except ValueError as exc:
+        except (ValueError, CatalogError) as exc:  # a dataset that cannot be read, or its tools
             raise typer.BadParameter(str(exc)) from exc
     settings = {k: v for k, v in vars(config).items() if k != "api_key"}
     if online:

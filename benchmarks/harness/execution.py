@@ -1,7 +1,8 @@
 """Executed-plan success: a plan run on the demo tools, as a served run would run it.
 
-Each plan goes through `RunService` + `DagScheduler` with `default_registry()` (no re-planner, no
-backoff sleeps, a fresh scheduler per plan so one bad plan's circuit breakers cannot fail the next).
+Each plan goes through the composition root's `StandaloneRuns` (the served `RunService` and
+`DagScheduler` on the demo tools; no re-planner, no backoff sleeps, a fresh scheduler per plan so one
+bad plan's circuit breakers cannot fail the next).
 
 - `node_success`: share of the plan's primary nodes that succeeded (directly or through their
   fallback node); the plan is **accurate** when it is ≥ 0.9 (the seeds' criterion). An empty or
@@ -13,19 +14,14 @@ backoff sleeps, a fresh scheduler per plan so one bad plan's circuit breakers ca
 
 from __future__ import annotations
 
-import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks.metrics import align
 from contract.plan import Plan
-from executors.config import ExecutorConfig
 from executors.observation import NodeResult
 from executors.registry import ToolRegistry
-from executors.runs import RunService
-from executors.scheduler import DagScheduler
-from executors.stores import SqliteRunStore
-from executors.tools import default_registry
+from serving.stack import StandaloneRuns
 
 THRESHOLD = 0.9
 
@@ -77,18 +73,13 @@ class PlanExecutor:
     """Runs plans on the demo tools; gold executions are cached per plan."""
 
     def __init__(self, store_dir: Path, registry: ToolRegistry | None = None, seed: int = 7) -> None:
-        self.registry = registry or default_registry()
-        self.store = SqliteRunStore(store_dir / "bench-runs.sqlite3")
-        self.seed = seed
+        self.runs = StandaloneRuns(
+            str(store_dir / "bench-runs.sqlite3"), registry=registry, sleep=_no_sleep, seed=seed
+        )
         self._gold: dict[str, list[NodeResult]] = {}
 
     async def run(self, request: str, plan: Plan) -> list[NodeResult]:
-        scheduler = DagScheduler(self.registry, ExecutorConfig(), sleep=_no_sleep, rng=random.Random(self.seed))
-        service = RunService(self.store, scheduler)
-        try:
-            view = await service.run("bench", request, plan)
-        finally:
-            await service.aclose()
+        view = await self.runs.run("bench", request, plan)
         return [n for n in view.nodes if n.round == 0]
 
     async def score(self, request: str, predicted: Plan | None, gold: Plan) -> ExecScore:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def machine_info() -> dict[str, Any]:
 
 def meta(*, model: str | None, seeds: Mapping[str, int], label: str | None = None) -> dict[str, Any]:
     return {
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "label": label,
         "model": model,
         "git": git_commit(),

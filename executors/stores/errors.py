@@ -1,4 +1,5 @@
-"""Typed errors of the run store: unavailable, lease conflicts, quotas. Each carries `retryable`."""
+"""Typed errors of the run store: unavailable, lease conflicts, quotas. Each carries `retryable` and the
+HTTP status, OpenAI `type` and `code` the gateway answers with (the code is the `kind`)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,28 @@ class RunStoreError(ExecutorError):
     """The run store cannot be read or written (disk full, read-only, database down). Nothing of the
     failed call was committed; the run stays resumable once the store works again."""
 
-    type = "store_unavailable"
+    kind = "store_unavailable"
+    status = 503
+    type = "service_unavailable"
+    code = "run_store_unavailable"
     retryable = True
+    retry_after_s = 5
 
 
 class RunBusy(ExecutorError):
-    """Another live driver (this process or another replica) holds the run's lease."""
+    """Another live driver (this process or another replica) holds the run's lease; `Retry-After` is
+    when that lease expires unless renewed."""
 
-    type = "run_busy"
+    kind = "run_busy"
+    status = 409
+    type = "invalid_request_error"
 
     def __init__(self, message: str, *, owner: str | None = None, expires_in_s: float | None = None) -> None:
-        super().__init__(message, hint="follow it with /v1/runs/{id}/events, or resume it once its driver is gone")
+        super().__init__(
+            message,
+            hint="follow it with /v1/runs/{id}/events, or resume it once its driver is gone",
+            retry_after_s=None if expires_in_s is None else max(1, int(expires_in_s + 0.999)),
+        )
         self.owner = owner
         self.expires_in_s = expires_in_s
 
@@ -27,23 +39,28 @@ class RunBusy(ExecutorError):
 class LeaseLost(ExecutorError):
     """A fenced write was refused: another driver took the run over. The stale driver stops."""
 
-    type = "lease_lost"
+    kind = "lease_lost"
+    status = 409
+    type = "invalid_request_error"
 
 
 class QuotaExceeded(ExecutorError):
-    """A per-tenant cap of the run store; `type` says which. Nothing was written."""
+    """A per-tenant cap of the run store; `kind` (the error's code) says which. Nothing was written."""
 
-    type = "quota_exceeded"
+    kind = "quota_exceeded"
+    status = 429
+    type = "rate_limit_error"
     retryable = True  # once runs finish or are purged
+    retry_after_s = 5
 
 
 class TooManyActiveRuns(QuotaExceeded):
-    type = "too_many_active_runs"
+    kind = "too_many_active_runs"
 
 
 class StoredRunsQuota(QuotaExceeded):
-    type = "stored_runs_quota"
+    kind = "stored_runs_quota"
 
 
 class StoredBytesQuota(QuotaExceeded):
-    type = "stored_bytes_quota"
+    kind = "stored_bytes_quota"

@@ -12,7 +12,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -99,7 +99,7 @@ def list_command(
     for column in ("id", "origin", "uses", "created", "request"):
         table.add_column(column)
     for demo in page["data"]:
-        created = datetime.fromtimestamp(demo["created_at"], timezone.utc).strftime("%Y-%m-%d %H:%M")
+        created = datetime.fromtimestamp(demo["created_at"], UTC).strftime("%Y-%m-%d %H:%M")
         table.add_row(demo["id"], demo["origin"], str(demo["uses"]), created, escape(demo["request"][:80]))
     Console().print(table)
 

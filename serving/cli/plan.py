@@ -16,6 +16,7 @@ from contract.plan import Plan
 from planner.catalog import CatalogError
 from planner.llm import LLMBusy, LLMUnavailable
 from planner.render import render_tree
+from planner.results import InvalidPlanningRequest
 from planner.service import PlanningFailed, PlanResult
 from serving.cli.common import fail, settings_of
 from serving.stack import Stack, build_stack
@@ -53,7 +54,7 @@ def plan_command(
     try:
         tool_list = json.loads(tools.read_text()) if tools else None
         result = asyncio.run(plan_and_close(tool_list))
-    except (OSError, json.JSONDecodeError, CatalogError, ValueError) as exc:
+    except (OSError, json.JSONDecodeError, CatalogError, InvalidPlanningRequest, ValueError) as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from exc
     except PlanningFailed as exc:

@@ -27,6 +27,7 @@ from contract.plan import Plan
 from executors.runs import RunView
 from executors.stores import RunBusy, RunEvent, RunStoreError
 from executors.upkeep import purge
+from planner.results import InvalidPlanningRequest
 from planner.service import PlanningFailed
 from serving.cli.common import settings_of
 from serving.cli.plan import engine_hint, plan_with
@@ -45,8 +46,8 @@ _MARKS = {
 }
 
 
-class _CliError(Exception):
-    pass
+class _CliError(PlanstackBaseError):
+    """A problem with the command's own input (a plan file, a run id); exit status 2."""
 
 
 StoreOption = Annotated[
@@ -85,7 +86,7 @@ def run_command(
         _fail(console, str(exc))
     except RunBusy as exc:
         _fail(console, f"{exc.message}; another process is executing it ({exc.owner}), so it was left alone")
-    except (RunStoreError, ValueError) as exc:  # unreadable store, or an unknown store URL
+    except (RunStoreError, InvalidPlanningRequest, ValueError) as exc:  # bad store or URL, unplannable request
         _fail(console, str(exc))
     except PlanningFailed as exc:
         _fail(console, f"planning failed: {exc.reason}", code=1)

@@ -12,7 +12,8 @@ from serving.auth import Principal
 from serving.chat import ChatService, ToolCallTurn
 from serving.dependencies import parse_model, principal, read_json, services
 from serving.openapi import json_body
-from serving.planning import PLANNER_MODEL, as_sse
+from serving.plans.chat import as_sse
+from serving.plans.protocol import PLANNER_MODEL
 from serving.protocol import ChatCompletionRequest
 from serving.toolcalls.shaping import chat_chunks, chat_completion
 

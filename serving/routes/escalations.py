@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_optional_json, services
 from serving.openapi import error_responses, json_body
-from serving.planning import RUN_ID_PATTERN
 from serving.routes.runs import RunId
+from serving.runs.protocol import RUN_ID_PATTERN
 from serving.steering import EscalationAction
 
 router = APIRouter()

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from serving.auth import Principal
 from serving.dependencies import principal, services
 from serving.openapi import error_responses
-from serving.planning import PLANNER_MODEL
+from serving.plans.protocol import PLANNER_MODEL
 
 router = APIRouter()
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_json, services
 from serving.openapi import json_body
-from serving.planning import PlanCreate
+from serving.plans.protocol import PlanCreate
 from serving.routes.chat import SESSION_HEADER
 
 router = APIRouter()

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from executors.stores import RunStoreError
 from serving.auth import Principal
 from serving.dependencies import parse_model, principal, read_json, services
-from serving.errors import error_body
 from serving.followers import FollowerStream
 from serving.openapi import error_responses, json_body
-from serving.planning import RUN_ID_PATTERN, RunCreate, RunListStatus, run_summary, store_unavailable
 from serving.routes.chat import SESSION_HEADER
+from serving.runs.protocol import RUN_ID_PATTERN, RunCreate, RunListStatus, run_summary
+from serving.runs.sse import event_stream
 
 router = APIRouter()
 RunId = Path(pattern=RUN_ID_PATTERN, max_length=48)
@@ -92,14 +89,6 @@ async def run_events(
 ) -> FollowerStream:
     """Replay then follow; a reconnecting client sends `Last-Event-ID` (the SSE `id`) to skip what it saw."""
     slot, events = await services(request).runs().follow(who, run_id, after=last_event_id)
-
-    async def stream() -> AsyncIterator[bytes]:
-        try:
-            async for event in events:
-                yield f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
-        except Exception as exc:  # noqa: BLE001 - a stream error becomes a final error event
-            _, body, _ = error_body(store_unavailable(exc) if isinstance(exc, RunStoreError) else exc)
-            yield f"event: error\ndata: {json.dumps(body)}\n\n".encode()
-        yield b"event: done\ndata: {}\n\n"
-
-    return FollowerStream(stream(), slot, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return FollowerStream(
+        event_stream(events), slot, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )

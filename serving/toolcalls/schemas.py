@@ -1,7 +1,9 @@
-"""The grammars of a tool-calling turn, shaped for outlines compile time (DESIGN.md, "Grammar findings").
+"""The grammars of a tool-calling turn, shaped for outlines compile time.
 
-An `anyOf` of one object per tool does not compile in time under outlines, so a turn is decoded in
-small steps, each with its own small schema (every one checked by the schema guard first):
+An `anyOf` of one object per tool does not compile in time under outlines (a plan schema of that
+shape, with bounded strings, timed out vLLM's 5 s regex compilation and failed the request), so a
+turn is decoded in small steps, each with its own small schema (every one checked by the schema
+guard first):
 
 1. the selection: `{"tools": [<enum of tool names>, ...]}` with minItems 0 ("auto": an empty list
    means answer in text) or 1 ("required"), and maxItems 1 (`parallel_tool_calls: false`) or the
@@ -15,24 +17,20 @@ small steps, each with its own small schema (every one checked by the schema gua
    an enum for a small range), arrays a bounded length. What the grammar does not express (patterns,
    lengths, `allOf`, numeric ranges...) the validator enforces, with one re-ask.
 
-`worst_case_chars` is the longest text a decoding schema admits, a free string counted at its budget
-(`toolcalls.free_string_chars`); `max_tokens` is set from it, so a value within budget is never cut off.
+`max_tokens` is sized by planner/sizing.py, the planner's own sizing: the longest text a decoding
+schema admits, a free string counted at its budget (`toolcalls.free_string_chars`), so a value within
+budget is never cut off.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import re._constants as sre_constants
-import re._parser as sre_parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from planner import sizing
 from serving.settings import ToolCallSettings
 
 JsonSchema = dict[str, Any]
-_FORMAT_WIDTH = {"date": 12, "time": 24, "date-time": 40, "uuid": 38}
-_MARGIN_TOKENS = 8
 
 
 def selection_schema(names: Sequence[str], *, min_calls: int, max_calls: int) -> JsonSchema:
@@ -57,6 +55,11 @@ class ArgumentGrammar:
 
     def __init__(self, settings: ToolCallSettings) -> None:
         self.settings = settings
+        self.budget = sizing.Budget(
+            free_string=settings.free_string_chars,
+            number_digits=settings.number_max_digits,
+            array_items=settings.max_array_items,
+        )
 
     def arguments_schema(self, parameters: Mapping[str, Any]) -> JsonSchema:
         return self._value(parameters)
@@ -110,7 +113,7 @@ class ArgumentGrammar:
 
     def _string(self, schema: Mapping[str, Any]) -> JsonSchema:
         fmt = schema.get("format")
-        if fmt in _FORMAT_WIDTH:
+        if fmt in sizing.FORMAT_CHARS:
             return {"type": "string", "format": fmt}
         return self._free_string()  # the client's pattern / maxLength are checked by argument_validator
 
@@ -139,59 +142,19 @@ class ArgumentGrammar:
         return {"type": "string"}
 
     # ---- sizing -----------------------------------------------------------------------------------
-    def worst_case_chars(self, schema: Mapping[str, Any]) -> int | None:
-        """Longest JSON text the decoding schema admits (outlines allows one space around separators);
-        None when a part is unbounded (a client pattern without a bound)."""
-        if "anyOf" in schema:
-            widths = [self.worst_case_chars(option) for option in schema["anyOf"]]
-            return None if any(w is None for w in widths) else max(w for w in widths if w is not None)
-        if "enum" in schema:
-            return max((len(_compact(v)) for v in schema["enum"]), default=2)
-        if "const" in schema:
-            return len(_compact(schema["const"]))
-        kind = schema.get("type")
-        if kind == "object":
-            parts = [self.worst_case_chars(v) for v in schema.get("properties", {}).values()]
-            if any(p is None for p in parts):
-                return None
-            keys = sum(len(_compact(k)) + 4 for k in schema.get("properties", {}))
-            return 4 + keys + sum(p for p in parts if p is not None)
-        if kind == "array":
-            item = self.worst_case_chars(schema.get("items", {}))
-            return None if item is None else 4 + int(schema.get("maxItems", 0)) * (item + 2)
-        if kind == "string":
-            if "format" in schema:
-                return _FORMAT_WIDTH.get(str(schema["format"]))
-            if "pattern" in schema:  # (not produced by this grammar: kept for schemas built elsewhere)
-                width = pattern_width(str(schema["pattern"]))
-                return None if width is None else 2 + width
-            return 2 + self.settings.free_string_chars
-        if kind == "integer":
-            return 1 + int(schema.get("maxDigits", self.settings.number_max_digits))
-        if kind == "number":  # outlines leaves the integer part unbounded: counted as number_max_digits
-            return self.settings.number_max_digits + 12
-        return {"boolean": 5, "null": 4}.get(str(kind))
+    def worst_case_chars(self, schema: Mapping[str, Any]) -> int:
+        """Longest JSON text the decoding schema admits, a free string counted at its budget."""
+        return sizing.worst_case_chars(schema, self.budget)
 
     def max_tokens(self, schema: Mapping[str, Any]) -> int:
         """Never below the schema's worst case when it fits under the cap (a token is ≥ 1 character)."""
-        worst = self.worst_case_chars(schema)
-        cap = self.settings.max_argument_tokens
-        return cap if worst is None else min(cap, worst + _MARGIN_TOKENS)
+        return sizing.max_tokens_for(schema, self.budget, self.settings.max_argument_tokens)
 
 
 def allows_null(schema: Mapping[str, Any]) -> bool:
     if schema.get("type") == "null" or None in (schema.get("enum") or [1]):
         return True
     return any(allows_null(option) for option in schema.get("anyOf", []))
-
-
-def pattern_width(pattern: str) -> int | None:
-    """Longest match of a regex in characters (None: unbounded or unparsable)."""
-    try:
-        _, high = sre_parse.parse(pattern.removeprefix("^").removesuffix("$")).getwidth()
-    except (re.error, RecursionError, OverflowError):
-        return None
-    return None if high >= sre_constants.MAXREPEAT else int(high)
 
 
 def _union(options: Sequence[JsonSchema]) -> JsonSchema:
@@ -212,7 +175,3 @@ def _bound(schema: Mapping[str, Any], inclusive: str, exclusive: str, step: int)
     if isinstance(schema.get(exclusive), int):
         return int(schema[exclusive]) + step
     return None
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))

@@ -16,14 +16,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from planner import safe_regex
+from serving.errors import InvalidRequestError
 
 ArgumentCheck = Callable[[Any], list[str]]
 
 
-class UnsafeSchemaError(ValueError):
-    """A tool schema (or one of its patterns) the gateway will not run on values."""
+class UnsafeSchemaError(InvalidRequestError):
+    """A client's tool schema (or one of its patterns) the gateway will not run on values."""
 
-    retryable = False
+    code = "invalid_tools"
 
 
 def check_pattern(pattern: Any) -> None:

@@ -1,8 +1,9 @@
 """The operators' web UI under /ui/: static files written for planstack (no framework, no CDN).
 
-`index.html`, `app.js` and `app.css` are served as they are, with a strict Content-Security-Policy
-(scripts and styles from this origin only, no inline script, no framing, API calls to this origin
-only). The page holds no secret: it asks for an API key once, keeps it in the tab's sessionStorage,
+`index.html`, `app.css` and the JavaScript modules (`app.js` routes; one module per page or concern:
+`runs.js`, `run.js`, `dag.js`, `gantt.js`, ...) are served as they are, with a strict
+Content-Security-Policy (scripts and styles from this origin only, no inline script, no framing, API
+calls to this origin only). The page holds no secret: it asks for an API key once, keeps it in the tab's sessionStorage,
 and sends it as a bearer token on every API call; a tenant sees only its own runs, like the API.
 """
 
@@ -16,7 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 from serving.errors import NotFoundError
 
 STATIC = Path(__file__).resolve().parent / "static"
-MEDIA_TYPES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
+MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -32,13 +33,13 @@ HEADERS = {
 
 def ui_router() -> APIRouter:
     """The /ui routes; the files are read once, here (not at import time)."""
-    files = {name: (STATIC / name).read_bytes() for name in MEDIA_TYPES}
+    files = {path.name: path.read_bytes() for path in sorted(STATIC.iterdir()) if path.suffix in MEDIA_TYPES}
     router = APIRouter(include_in_schema=False)
 
     def asset(name: str) -> Response:
         if name not in files:
             raise NotFoundError("no such file in the web UI", code="not_found")
-        media = MEDIA_TYPES[name] + ("; charset=utf-8" if name.endswith((".html", ".js", ".css")) else "")
+        media = MEDIA_TYPES[Path(name).suffix] + "; charset=utf-8"
         return Response(files[name], media_type=media, headers=HEADERS)
 
     @router.get("/ui")

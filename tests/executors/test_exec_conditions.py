@@ -59,7 +59,7 @@ def test_malicious_condition_does_nothing_and_fails_cleanly(template: str, tmp_p
 
 def test_too_long_condition_is_invalid() -> None:
     outcome = check_condition("count || " * 100 + "count", OUTPUT, max_chars=500)
-    assert not outcome.passed and outcome.error is not None and outcome.error.type == "invalid_condition"
+    assert not outcome.passed and outcome.error is not None and outcome.error.kind == "invalid_condition"
     assert "max 500" in outcome.error.message
 
 

@@ -121,7 +121,7 @@ def test_engine_outages_are_not_planning_failures(error: Exception) -> None:
 
 
 def test_a_refused_grammar_is_retried_with_free_values() -> None:
-    llm = FakePlannerLLM(LLMRejected("grammar compile timeout", status=400), WEATHER)
+    llm = FakePlannerLLM(LLMRejected("grammar compile timeout", engine_status=400), WEATHER)
     result = run(service(llm), "Weather in Hangzhou on June 20?")
     assert result.path == "model_retry" and result.attempts[0].error_layer == "engine"
     assert result.attempts[1].grounding == "free"
@@ -211,7 +211,7 @@ def test_every_model_call_is_sized_to_its_grammar_worst_case() -> None:
 
 
 def test_a_conversation_too_long_for_the_model_is_retried_without_examples() -> None:
-    too_long = LLMRejected("This model's maximum context length is 2048 tokens (parameter=input_tokens)", status=400)
+    too_long = LLMRejected("This model's maximum context length is 2048 tokens (parameter=input_tokens)", engine_status=400)
     llm = FakePlannerLLM(too_long, WEATHER)
     result = run(service(llm), "Weather in Hangzhou on June 20?")
     assert result.path == "model_retry" and result.attempts[1].changes == ["no examples (the prompt was past the context length)"]

@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.generation import GenerationMode
 
-from serving.planning import PlanCreate, RunCreate
+from serving.plans.protocol import PlanCreate
 from serving.protocol import ChatCompletionRequest
+from serving.runs.protocol import RunCreate
 from tests.conftest import FAKE_MODEL, KEY_A, KEY_B, FakeStack
 from tests.reliability.helpers import REQUEST, TRIP, check_error_shape
 

@@ -1,4 +1,4 @@
-"""A tenant cannot fill the store or the gateway for others (issue 10, items 6, 8 and 9's run store):
+"""A tenant cannot fill the store or the gateway for others:
 per-tenant caps on active runs, stored runs and stored bytes (429), plan size (413), node output
 size (the node fails, typed), retention on a timer inside the gateway, bounded SSE followers (429),
 idle followers woken by nothing but their own run, and a private (0600) run store file.

@@ -1,4 +1,4 @@
-"""Issue 10.3: the published development key never guards a public bind, and `/health` (which
+"""The published development key never guards a public bind, and `/health` (which
 needs no key) says nothing about auth."""
 
 from __future__ import annotations

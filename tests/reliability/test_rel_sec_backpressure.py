@@ -1,4 +1,4 @@
-"""Fair back-pressure for ALL engine traffic (issue 10, item 7), through a real gateway (its own
+"""Fair back-pressure for ALL engine traffic, through a real gateway (its own
 process) in front of a FAKE upstream that stalls (bounded, loopback).
 
 Tenant A floods chat and planner traffic (`/v1/chat/completions`, `/v1/plans`, the `planner` model)

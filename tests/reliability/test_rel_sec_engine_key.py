@@ -1,4 +1,4 @@
-"""Issue 10.10: the engine is not a side door around the gateway.
+"""The engine is not a side door around the gateway.
 
 The engine starts with a key only the gateway knows (in its environment, not its argv) and with
 `serving.engine.auth_middleware` loaded, because vLLM's own `--api-key` check covers only `/v1`,

@@ -1,4 +1,4 @@
-"""Issue 10.12 (second half): client field names are escaped in logs, and error bodies carry no
+"""Client field names are escaped in logs, and error bodies carry no
 server file paths and no raw SQLite messages. Each is triggered through a real gateway."""
 
 from __future__ import annotations

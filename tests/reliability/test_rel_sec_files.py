@@ -1,4 +1,4 @@
-"""Issue 10.9: secrets and state on disk are private.
+"""Secrets and state on disk are private.
 
 The cache-salt secret (and the engine key, which uses the same code) is created atomically with mode
 0600 even under a permissive umask; an existing one open to group/others, or empty, is refused with

@@ -1,4 +1,4 @@
-"""Issue 10.2: a client tool's `pattern` cannot freeze the gateway.
+"""A client tool's `pattern` cannot freeze the gateway.
 
 `^(a|a)*$` on a 24-character value took Python's backtracking `re` 0.6 s of the event loop per
 planning attempt, in the planner's grammar (`_fits`) and in the argument validator. Every client

@@ -1,4 +1,4 @@
-"""Issue 10.11: tool output reaches the re-planner only as typed, bounded summaries.
+"""Tool output reaches the re-planner only as typed, bounded summaries.
 
 A tool returns a page whose text tells the model to call `convert_currency` (a registered, valid
 tool); the next node fails on that text (its error message quotes it), so the run is re-planned.

@@ -1,4 +1,4 @@
-"""Issue 10.5: the schema compile worker can die without breaking `json_schema` requests for good,
+"""The schema compile worker can die without breaking `json_schema` requests for good,
 and a flood of new schemas cannot queue without bound in front of it.
 
 A real gateway in its own process, its real compile worker (outlines over the served model's

@@ -10,6 +10,7 @@ import pytest
 
 from retrieval.config import RetrievalConfig
 from retrieval.embedder import SentenceTransformerEmbedder
+from retrieval.errors import InvalidDemonstrationError
 from retrieval.knowledge import KnowledgeBase
 from retrieval.memory import NewDemonstration, TenantMemory, demonstration_bytes
 from retrieval.memory_config import LearningConfig
@@ -116,13 +117,13 @@ def test_eviction_keeps_the_byte_bound(tmp_path: Path, embedder: HashingEmbedder
 
 def test_text_is_bounded(tmp_path: Path, embedder: HashingEmbedder) -> None:
     mem = memory(tmp_path, embedder, max_request_chars=50, max_plan_bytes=200)
-    with pytest.raises(ValueError, match="longer than 50"):
+    with pytest.raises(InvalidDemonstrationError, match="longer than 50"):
         mem.add("acme", "x" * 51, WEATHER)
-    with pytest.raises(ValueError, match="limit is 200"):
+    with pytest.raises(InvalidDemonstrationError, match="limit is 200"):
         mem.add("acme", "big plan", plan("get_weather", city="y" * 300))
-    with pytest.raises(ValueError, match="at least one node"):
+    with pytest.raises(InvalidDemonstrationError, match="at least one node"):
         mem.add("acme", "empty plan", {"nodes": []})
-    with pytest.raises(ValueError):  # one bad item in a batch: nothing stored
+    with pytest.raises(InvalidDemonstrationError):  # one bad item in a batch: nothing stored
         mem.add_many("acme", [NewDemonstration("fine", WEATHER), NewDemonstration("", WEATHER)])
     assert mem.usage("acme").count == 0
 

@@ -52,7 +52,7 @@ def test_one_tenants_demonstrations_never_reach_another_tenants_prompt(tmp_path:
 def test_a_prompt_the_engine_refuses_is_retried_without_the_examples(tmp_path: Path) -> None:
     """Long demonstrations can push a staged conversation past the model's context (vLLM answers 400):
     the next attempt drops the examples instead of failing the same way."""
-    llm = FakePlannerLLM(LLMRejected("This model's maximum context length is 2048 tokens", status=400))
+    llm = FakePlannerLLM(LLMRejected("This model's maximum context length is 2048 tokens", engine_status=400))
     stack = build_stack(Settings(home=tmp_path), planner_llm=llm)
 
     async def scenario() -> Any:

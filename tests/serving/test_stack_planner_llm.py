@@ -118,7 +118,7 @@ def test_engine_statuses_are_typed(script: tuple[Script, str], status: int, erro
     scripted.status = status
     with pytest.raises(error) as info:
         complete(url)
-    assert type(info.value) is error and info.value.retryable is retryable and info.value.status == status
+    assert type(info.value) is error and info.value.retryable is retryable and info.value.engine_status == status
 
 
 def test_connection_refused_is_unavailable_and_retryable() -> None:
@@ -151,7 +151,7 @@ def test_planner_calls_take_the_engine_clients_slots(script: tuple[Script, str])
         try:
             with pytest.raises(LLMBusy) as info:
                 await planner_call(url, slots)
-            assert info.value.status == 429 and info.value.retryable
+            assert info.value.engine_status == 429 and info.value.retryable
         finally:
             slots.release("someone-else")
 

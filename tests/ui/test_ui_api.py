@@ -18,6 +18,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from serving.ui import STATIC
 from tests.conftest import KEY_A, KEY_B
 from tests.fakes.upstream import ServerThread
 from tests.reliability.helpers import check_error_shape, sse_events
@@ -225,14 +226,19 @@ def test_the_run_list_pages_newest_first_and_filters(stack: SteeringStack) -> No
 
 def test_the_ui_is_served_with_a_strict_content_security_policy(stack: SteeringStack) -> None:
     with stack.client() as client:
-        for path in ("/ui/", "/ui/app.js", "/ui/app.css"):
+        modules = sorted(path.name for path in STATIC.glob("*.js"))
+        assert "app.js" in modules and len(modules) > 5  # the UI is ES modules, one per page or concern
+        for path in ("/ui/", "/ui/app.css", *(f"/ui/{name}" for name in modules)):
             response = client.get(path, headers={"Authorization": ""})  # the page itself needs no key
             assert response.status_code == 200, path
             csp = response.headers["content-security-policy"]
             assert "script-src 'self'" in csp and "default-src 'none'" in csp and "unsafe-inline" not in csp
             assert response.headers["x-content-type-options"] == "nosniff"
+            if path.endswith(".js"):
+                assert response.headers["content-type"].startswith("text/javascript")  # module scripts need it
         index = client.get("/ui/").text
-        assert '<script src="app.js"></script>' in index and "<script>" not in index and "http" not in index
+        assert '<script type="module" src="app.js"></script>' in index and "<script>" not in index
+        assert "http" not in index
         assert client.get("/ui/../serving/app.py").status_code == 404
         assert client.get("/ui/secret.txt").status_code == 404
         assert client.get("/ui", follow_redirects=False).headers["location"] == "/ui/"

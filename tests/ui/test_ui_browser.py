@@ -1,7 +1,8 @@
 """The web UI in a REAL headless Chromium (Debian's, driven by selenium) against the REAL gateway on
 loopback: log in with a key, start a run with a parallel branch and a failing node from the page,
 watch it reach its final state live (node colours and the timeline read from the DOM), open a
-node's details, approve a waiting run from the page, and see another tenant's run as "not found".
+node's details, approve a waiting run from the page, see another tenant's run as "not found", find
+an escalated run in the queue and plan a request on the plan page.
 Screenshots are saved as artifacts (tests/ui/browser.py says where)."""
 
 from __future__ import annotations
@@ -148,3 +149,25 @@ def test_another_tenant_s_run_is_not_found(stack: SteeringStack, browser: webdri
     assert message == "Run not found."
     assert not browser.find_elements(By.ID, "approve") and "Private" not in browser.page_source
     browser.save_screenshot(str(artifacts_dir() / "other-tenant-not-found.png"))
+
+
+def test_the_escalation_queue_and_the_plan_page(stack: SteeringStack, browser: webdriver.Chrome) -> None:
+    """The two pages no other test opens: a failed run waits in the queue, and a request is planned
+    (by the fallback planner: the fake upstream writes no plan) and drawn without executing it."""
+    plan = {"nodes": [{"id": "n1", "tool": "explode", "args": {"label": "always-queue"}}]}
+    with stack.client() as client:
+        run_id = client.post("/v1/runs", json={"request": "pay", "plan": plan}).json()["run_id"]
+    assert stack.wait_status(run_id, "failed")["escalation"]["state"] == "open"
+    log_in(browser, stack.url, KEY_A)
+    browser.find_element(By.ID, "nav-escalations").click()
+    row = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'#escalations-body tr[data-run-id="{run_id}"]'))
+    assert "replans_exhausted" in row[0].text
+    browser.find_element(By.ID, "nav-plan").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "plan-request"))[0].send_keys("Weather in Hangzhou on June 20")
+    browser.find_element(By.ID, "make-plan").click()
+    path = wait_for(browser, lambda d: text_of(d, "#plan-path"), timeout_s=60)
+    statuses = node_statuses(browser)
+    assert path.startswith("path: fallback") and statuses and set(statuses.values()) == {"planned"}
+    click(browser, "#dag g.node")
+    assert '"tool"' in (wait_for(browser, lambda d: text_of(d, "#plan-node")) or "")
+    browser.save_screenshot(str(artifacts_dir() / "plan-page.png"))

@@ -11,13 +11,14 @@ from typing import Any
 
 import yaml
 
+from contract.errors import PlanstackBaseError
 from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.packs.travel.intent import Intent
 
 
-class FallbackError(Exception):
-    retryable = False
+class FallbackError(PlanstackBaseError):
+    """The travel rules have no plan for the request; the planner reports it inside `PlanningFailed`."""
 
 
 @dataclass(frozen=True)

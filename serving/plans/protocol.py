@@ -1,0 +1,18 @@
+"""Request bodies of the plan endpoints, and the name of the virtual chat model that answers with a plan."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+PLANNER_MODEL = "planner"
+
+
+class PlanCreate(BaseModel):
+    """POST /v1/plans."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request: str = Field(min_length=1, max_length=4000, description="What the user wants, in natural language.")
+    tools: list[dict[str, JsonValue]] | None = Field(
+        None, max_length=128, description="Plan over exactly these tools (OpenAI `tools` format)."
+    )

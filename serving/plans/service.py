@@ -1,0 +1,60 @@
+"""`PlanningGateway`: a tenant's planning request, admitted to an engine slot, salted, counted and
+remembered; also a client-given plan's validation and the `planner` chat model. The planner's engine
+errors (`LLMUnavailable`, `LLMTimeout`), an invalid catalog, an invalid request and a planning failure
+reach the error funnel as they are raised: each declares its status (503, 504, 400, 422)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.plan import Plan
+from planner.service import PlannerService, PlanResult
+from serving.auth import Principal
+from serving.backpressure import UpstreamSlots
+from serving.demonstrations import DemonstrationService
+from serving.errors import InvalidRequestError
+from serving.isolation import CacheSalter
+from serving.metrics import GatewayMetrics
+from serving.plans.chat import message_text, plan_completion
+from serving.protocol import ChatCompletionRequest
+
+
+class PlanningGateway:
+    def __init__(
+        self,
+        planner: PlannerService,
+        salter: CacheSalter,
+        metrics: GatewayMetrics,
+        slots: UpstreamSlots,
+        demonstrations: DemonstrationService | None = None,
+    ) -> None:
+        self.planner = planner
+        self._salter = salter
+        self._metrics = metrics
+        self._slots = slots
+        self._demonstrations = demonstrations  # keeps each answer under its plan id, for feedback
+
+    async def plan(
+        self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
+    ) -> PlanResult:
+        salt = self._salter.salt(who.tenant, session)
+        async with self._slots.admitted(who.tenant):  # a client waits: no free slot is a 429 at once
+            result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
+        self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
+        self._metrics.plans.labels(result.path).inc()
+        if self._demonstrations is not None:
+            await self._demonstrations.remember(who.tenant, request, tools, result)
+        return result
+
+    def check_plan(self, plan: Plan) -> None:
+        """A client-given plan must pass the same validation layers as a planned one."""
+        report = self.planner.validator(self.planner.catalog).validate(plan)
+        if not report.ok:
+            raise InvalidRequestError(f"the plan is invalid: {report.error}", param="plan")
+
+    async def chat(self, body: ChatCompletionRequest, who: Principal, session: str | None) -> dict[str, Any]:
+        """The `planner` model: the last user message is the request; the reply is the plan JSON."""
+        user = [m for m in body.messages if m.role == "user"]
+        if not user or not (text := message_text(user[-1].content)).strip():
+            raise InvalidRequestError("the planner model needs a user message with the request", param="messages")
+        return plan_completion(await self.plan(text, who, session, body.tools))
