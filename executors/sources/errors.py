@@ -32,7 +32,7 @@ class EgressRefused(ToolError):
     a name resolved to or whether anything answers there; `reason` has the detail for the
     operator's logs."""
 
-    type = "egress_refused"
+    kind = "egress_refused"
     status = 400
     code = "egress_refused"
 
@@ -44,13 +44,13 @@ class EgressRefused(ToolError):
 class RedirectRefused(ToolError):
     """The service answered with a 3xx; redirects are never followed (they could leave the policy)."""
 
-    type = "redirect_refused"
+    kind = "redirect_refused"
 
 
 class ResponseTooLarge(ToolError):
     """The response is larger than the configured cap; it was not read to the end."""
 
-    type = "response_too_large"
+    kind = "response_too_large"
 
 
 class RemoteToolError(ToolError):
@@ -58,7 +58,7 @@ class RemoteToolError(ToolError):
 
     `data` holds what the service said (bounded), kept apart from planstack's own message."""
 
-    type = "remote_error"
+    kind = "remote_error"
 
     def __init__(self, message: str, *, data: dict[str, Any] | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -72,35 +72,35 @@ class RemoteUnavailable(ToolUnavailable):
     """The service could not answer now (connection failed, 408/429/5xx).
 
     `retryable` is set per call: only when sending the call again cannot repeat a side effect.
-    `retry_after_s` is the service's `Retry-After` (bounded), for the scheduler's next delay."""
+    `retry_delay_s` is the service's `Retry-After` in seconds (bounded), for the scheduler's next delay."""
 
-    type = "unavailable"
+    kind = "unavailable"
 
     def __init__(
         self,
         message: str,
         *,
         retryable: bool,
-        retry_after_s: float | None = None,
+        retry_delay_s: float | None = None,
         data: dict[str, Any] | None = None,
         hint: str | None = None,
     ) -> None:
         super().__init__(message, hint=hint)
         self.retryable = retryable
-        self.retry_after_s = retry_after_s
+        self.retry_delay_s = retry_delay_s
         self.data: dict[str, Any] = data or {}
 
     def structured(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"data": self.data} if self.data else {}
-        if self.retry_after_s is not None:
-            extra["retry_after_s"] = self.retry_after_s
+        if self.retry_delay_s is not None:
+            extra["retry_delay_s"] = self.retry_delay_s
         return {**super().structured(), **extra}
 
 
 class SourceError(ExecutorError):
     """A tool source cannot be listed or used (bad catalog, too many tools, connection failed)."""
 
-    type = "source_error"
+    kind = "source_error"
 
     def __init__(self, message: str, *, retryable: bool = False, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -111,4 +111,4 @@ class CredentialError(ExecutorError):
     """A sealed credential cannot be opened: tampered with, sealed for another tenant or toolset, or
     sealed under a key this server no longer has. The message never contains the secret."""
 
-    type = "credential_error"
+    kind = "credential_error"

@@ -203,7 +203,7 @@ class HttpToolSource:
             raise RemoteUnavailable(
                 f"{where}: the service answered HTTP {status}",
                 retryable=safe and not too_long,
-                retry_after_s=delay if not too_long else None,
+                retry_delay_s=delay if not too_long else None,
                 data=data,
                 hint=hint,
             )

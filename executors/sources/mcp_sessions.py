@@ -43,6 +43,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, Implementation
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from contract.errors import PlanstackBaseError
 from executors.errors import ToolError
 from executors.sources.auth import AuthScheme
 from executors.sources.credentials import SecretValue
@@ -63,7 +64,7 @@ TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
 CLIENT_INFO = Implementation(name="planstack", version="1")
 
 
-class SessionUnavailable(Exception):
+class SessionUnavailable(PlanstackBaseError):
     """No session could be opened (nothing was sent); `__cause__` says why."""
 
 

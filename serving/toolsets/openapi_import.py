@@ -43,6 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contract.errors import PlanstackBaseError
 from executors.sources.http_binding import ArgumentBinding, HttpBinding
 from planner.catalog import (
     ARG_NAME_RE,
@@ -289,7 +290,7 @@ class _Importer:
         return None
 
 
-class _Skip(Exception):
+class _Skip(PlanstackBaseError):
     """This operation cannot become a tool; the document is still imported."""
 
 

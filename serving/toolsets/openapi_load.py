@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from contract.errors import PlanstackBaseError
 from serving.errors import InvalidRequestError
 
 MAX_PROBLEMS_SHOWN = 5
@@ -63,8 +64,8 @@ def _short(text: str) -> str:
     return flat if len(flat) <= MAX_PROBLEM_CHARS else flat[: MAX_PROBLEM_CHARS - 1] + "…"
 
 
-class _AliasRefused(yaml.YAMLError):
-    pass
+class _AliasRefused(PlanstackBaseError, yaml.YAMLError):
+    """A YAML alias or anchor: refused before it can expand (caught inside this module)."""
 
 
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when installed

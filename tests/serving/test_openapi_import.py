@@ -9,6 +9,7 @@ import pytest
 
 from contract.errors import PlanstackBaseError
 from planner.catalog import ToolCatalog
+from serving.errors import error_body
 from serving.toolsets import ImportLimits, OpenApiInvalidError, import_openapi
 
 OK = {"200": {"description": "ok"}}
@@ -324,7 +325,7 @@ def test_hostile_or_invalid_documents_are_refused_with_a_typed_400(text: str | b
     error = err.value
     assert isinstance(error, PlanstackBaseError) and error.status == 400 and error.code == "openapi_invalid"
     assert expected in error.message and len(error.message) < 2000
-    assert error.body()["error"]["code"] == "openapi_invalid"
+    assert error_body(error)[1]["error"]["code"] == "openapi_invalid"
 
 
 def test_the_size_is_checked_before_parsing() -> None:

@@ -358,7 +358,7 @@ def test_unavailable_answers_are_retryable_only_when_safe(
             await source.aclose()
 
     error = run(go())
-    assert error.retryable is retryable and error.retry_after_s == delay
+    assert error.retryable is retryable and error.retry_delay_s == delay
     assert error.data["status"] == status and "odd service" in error.data["message"]
 
 

@@ -95,7 +95,7 @@ def test_calls_return_structured_output_and_is_error_is_not_retried(
 
     found, failed = with_source(mcp_server, loopback_policy, calls)
     assert found == {"products": [{"product_id": "prd_1003", "name": "Brass hinge", "unit_price_cents": 480}]}
-    assert failed.retryable is False and failed.type == "remote_error"
+    assert failed.retryable is False and failed.kind == "remote_error"
     assert "prd_404" in failed.data["message"] and "prd_404" not in failed.message  # the server's words are data
 
 

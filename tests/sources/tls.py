@@ -24,7 +24,7 @@ def _name(common_name: str) -> x509.Name:
 def make_certificates(folder: Path, server_name: str) -> tuple[Path, Path, Path]:
     """(CA certificate, server certificate, server key) files; the server certificate is for
     `server_name` only and signed by the CA."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
         x509.CertificateBuilder()
