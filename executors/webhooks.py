@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from executors.stores import RunEvent, RunStore, WebhookDelivery
+from executors.stores import RunEvent, WebhookDeliveries, WebhookDelivery
 
 logger = logging.getLogger("planstack.executors.webhooks")
 
@@ -124,7 +124,7 @@ class WebhookNotifier:
 
     def __init__(
         self,
-        store: RunStore,
+        store: WebhookDeliveries,
         config: WebhooksConfig,
         secret: bytes,
         *,
