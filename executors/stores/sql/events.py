@@ -18,13 +18,14 @@ INSERT_EVENT = (
 
 
 def _append(
-    lease: Lease, type_: EventType, round_: int, node_id: str | None, data_json: str
-) -> Program[tuple[int, float]]:
+    lease: Lease, type_: EventType, round_: int, node_id: str | None, data: dict[str, Any]
+) -> Program[RunEvent]:
+    data_json = dumps(data) or "{}"
     seq, now = yield from fenced(lease, text_bytes(data_json) + EVENT_OVERHEAD_BYTES, next_seq=True)
     params = {"run_id": lease.run_id, "seq": seq, "type": type_, "round": round_, "node_id": node_id}
     yield Statement(INSERT_EVENT, {**params, "data": data_json, "ts": now})
     yield Announce(lease.run_id, seq)
-    return seq, now
+    return RunEvent(run_id=lease.run_id, seq=seq, type=type_, round=round_, node_id=node_id, data=data, ts=now)
 
 
 def _events(tenant: str, run_id: str, after: int, limit: int) -> Program[list[RunEvent]]:
@@ -60,10 +61,9 @@ class SqlEvents(SqlPart):
         node_id: str | None = None,
         data: dict[str, Any] | None = None,
     ) -> RunEvent:
-        event_data = data or {}
-        seq, ts = await self.db.write(_append(lease, type_, round_, node_id, dumps(event_data) or "{}"))
-        self.feed.publish(lease.run_id, seq)
-        return RunEvent(run_id=lease.run_id, seq=seq, type=type_, round=round_, node_id=node_id, data=event_data, ts=ts)
+        event = await self.db.write(_append(lease, type_, round_, node_id, data or {}))
+        self.feed.publish(lease.run_id, event.seq)
+        return event
 
     async def events(self, tenant: str, run_id: str, *, after: int = 0, limit: int = 1000) -> list[RunEvent]:
         return await self.db.read(_events(tenant, run_id, after, limit))
