@@ -25,7 +25,6 @@ from executors.stores.config import RunsConfig
 from executors.stores.errors import RunStoreError
 from executors.stores.feed import EventFeed, Listener
 from executors.stores.sql.dialect import (
-    PARAMETER,
     Announce,
     Catalog,
     Lock,
@@ -48,13 +47,12 @@ CATALOG = Catalog(
 )
 
 
-def _native(match: Any) -> str:
-    name = match.group(1)
-    return NOW if name == "now" else f"%({name})s"
-
-
 class PostgresDialect(SqlDialect):
+    """`%s` placeholders; `:now` is the server's clock; `FOR UPDATE` row locks."""
+
     catalog = CATALOG
+    placeholder = "%s"
+    now_sql = NOW
 
     def __init__(self, url: str, config: RunsConfig) -> None:
         super().__init__()
@@ -65,9 +63,11 @@ class PostgresDialect(SqlDialect):
         self._pool_loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Lock | None = None
 
-    def _compile(self, sql: str, lock_rows: bool) -> str:
-        text = PARAMETER.sub(_native, sql.replace("%", "%%"))
-        return text + " FOR UPDATE" if lock_rows else text
+    def _escape(self, sql: str) -> str:
+        return sql.replace("%", "%%")
+
+    def _lock_rows(self, sql: str) -> str:
+        return sql + " FOR UPDATE"
 
     async def run(self, program: Program[T], *, write: bool) -> T:
         pool = await self._ensure_pool()
@@ -94,7 +94,8 @@ class PostgresDialect(SqlDialect):
                 if isinstance(step, Announce):
                     await cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{step.run_id}:{step.seq}"))
                     return Rows([], 0)
-                await cur.execute(self.compiled(step), dict(step.params))
+                sql, values, _ = self.bound(step)
+                await cur.execute(sql, values(step.params))
                 rows = await cur.fetchall() if cur.description is not None else []
                 return Rows(rows, cur.rowcount)
 

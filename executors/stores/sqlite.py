@@ -18,18 +18,16 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TypeVar
 
 from executors.stores.base import register_backend
 from executors.stores.config import RunsConfig
 from executors.stores.errors import RunStoreError
 from executors.stores.sql.dialect import (
     NO_ROWS,
-    PARAMETER,
     Catalog,
     Program,
     Rows,
@@ -50,29 +48,19 @@ CATALOG = Catalog(
 
 
 class SqliteDialect(SqlDialect):
+    """`?` placeholders; `:now` is this process's clock, one value per program; no row locks (the write
+    transaction holds the whole file)."""
+
     catalog = CATALOG
+    placeholder = "?"
 
     def __init__(self, path: str, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
-        self._binds: dict[str, _Bound] = {}
         self.path = path
         self.display_url = f"sqlite://{path}"
         self._clock = clock
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planstack-sqlite")
         self.conn: sqlite3.Connection = self._worker.submit(self._open).result()
-
-    def _compile(self, sql: str, lock_rows: bool) -> str:
-        return self._bound(sql).sql
-
-    def _bound(self, sql: str) -> _Bound:
-        """`sql` with `?` placeholders, bound from a tuple: SQLite's own `:name` binding looks each name
-        up in the mapping at every call, measurably slower. Rows need no lock: the write transaction
-        holds the whole file."""
-        bound = self._binds.get(sql)
-        if bound is None:
-            names = PARAMETER.findall(sql)
-            bound = self._binds[sql] = _Bound(PARAMETER.sub("?", sql), _getter(names), "now" in names)
-        return bound
 
     async def run(self, program: Program[T], *, write: bool) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._worker, self._run_here, program, write)
@@ -93,13 +81,13 @@ class SqliteDialect(SqlDialect):
     def _run_raw(self, program: Program[T], write: bool) -> T:
         now = self._clock()
         cur = self.conn.cursor()
-        binds = self._binds
+        bound = self.bound
 
         def execute(step: Step) -> Rows:
             if type(step) is not Statement:
                 return NO_ROWS  # Lock, Announce: the write transaction holds the whole file; no one to notify
-            bound = binds.get(step.sql) or self._bound(step.sql)
-            cur.execute(bound.sql, bound.values({**step.params, "now": now} if bound.needs_now else step.params))
+            sql, values, needs_now = bound(step)
+            cur.execute(sql, values({**step.params, "now": now} if needs_now else step.params))
             return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
 
         try:
@@ -153,21 +141,6 @@ class SqliteDialect(SqlDialect):
         """Synchronous close, for code outside an event loop."""
         self._worker.submit(self._close_now).result()
         self._worker.shutdown(wait=True)
-
-
-class _Bound(NamedTuple):
-    sql: str
-    values: Callable[[Mapping[str, Any]], tuple[Any, ...]]
-    needs_now: bool
-
-
-def _getter(names: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
-    if not names:
-        return lambda params: ()
-    if len(names) == 1:
-        name = names[0]
-        return lambda params: (params[name],)
-    return itemgetter(*names)
 
 
 def _checkpoint() -> Program[None]:
