@@ -25,7 +25,9 @@ What differs beyond that is typed, never an `if` on the dialect's name:
 - `Announce(run_id, seq)`: tell other processes on commit that a run's event was appended (NOTIFY on
   PostgreSQL; nothing on SQLite, whose followers in other processes see it at the feed's watch tick).
 
-Shared SQL must not contain `%` or a colon outside parameters (no casts, no literals with colons).
+Each call site's text is bound once (`SqlDialect.bound`, cached) into the driver's positional
+placeholders and a getter of the values in that order. Shared SQL has no colon outside parameters
+(no `::` casts, no literals with colons).
 """
 
 from __future__ import annotations
