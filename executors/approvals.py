@@ -16,24 +16,26 @@ takeover sweep runs it. A decision (`approved`, `rejected` with a reason, or `ex
 name) and when; the run's next driver acts on it: an approved call executes (once), a rejected one
 never does, and the run either stops (`approval_rejected` / `approval_expired`) or, when the
 decision asks for it, re-plans with the reason in the failure summary.
+
+This module is the state and its transitions only (no store, no clock of its own); the people's
+actions on it — decide, expire — are `executors.operator_actions`, the driver's side is
+`executors.driver`.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from executors.errors import ExecutorError, RunNotFound, structured_error
+from executors.errors import ExecutorError, structured_error
 from executors.stores import RunRecord
 
 if TYPE_CHECKING:
     from executors.registry import ToolSpec
-    from executors.runs import Announcement, RunService
 
 Verdict = Literal["approved", "rejected", "expired"]
 MAX_DECISIONS = 200  # decisions kept per run (oldest dropped first)
@@ -82,6 +84,29 @@ class ApprovalRequest(BaseModel):
     calls: list[HeldCall] = Field(default_factory=list, description="Held calls (kind `tool`).")
     requested_at: float
     expires_at: float
+
+    def decision(
+        self, verdict: Verdict, *, by: Decider | None, reason: str | None, replan: bool, now: float
+    ) -> ApprovalDecision:
+        """The decision recorded for `verdict` at `now`. One that arrives after the request expired is
+        recorded as the expiry (no decider, no re-plan); `late_decision` tells the two apart."""
+        late = late_decision(self, verdict, now)
+        return ApprovalDecision(
+            verdict="expired" if late else verdict,
+            kind=self.kind,
+            round=self.round,
+            calls={call.node_id: call.input_hash for call in self.calls},
+            by=None if late or verdict == "expired" else by,
+            at=now,
+            waited_s=round(max(now - self.requested_at, 0.0), 3),
+            reason=None if reason is None else reason[:MAX_REASON_CHARS],
+            replan=replan and verdict == "rejected" and not late,
+        )
+
+
+def late_decision(request: ApprovalRequest, verdict: Verdict, now: float) -> bool:
+    """A person's verdict that arrives once the request has expired."""
+    return verdict != "expired" and now >= request.expires_at
 
 
 class Decider(BaseModel):
@@ -158,9 +183,8 @@ def call_gate(config: ApprovalsConfig, state: ApprovalState, round_: int) -> Cal
 
 
 def request_for(
-    config: ApprovalsConfig, kind: Literal["plan", "tool"], round_: int, calls: Iterable[HeldCall] = ()
+    config: ApprovalsConfig, kind: Literal["plan", "tool"], round_: int, calls: Iterable[HeldCall] = (), *, now: float
 ) -> ApprovalRequest:
-    now = time.time()
     return ApprovalRequest(
         kind=kind, round=round_, calls=list(calls), requested_at=now, expires_at=now + config.timeout_s
     )
@@ -201,61 +225,3 @@ class ApprovalExpired(ExecutorError):
     kind = "approval_expired"
     status = 409
     type = "invalid_request_error"
-
-
-async def decide(
-    service: RunService,
-    tenant: str,
-    run_id: str,
-    verdict: Verdict,
-    *,
-    by: Decider | None,
-    reason: str | None = None,
-    replan: bool = False,
-) -> ApprovalDecision:
-    """Record a decision on the run's pending request and hand the run to a driver in this process,
-    which acts on it. Exactly one decision wins (`NotAwaitingApproval` for the others); an approval
-    that arrives after the request expired is recorded as the expiry (`ApprovalExpired`)."""
-    record = await service.store.get_run(tenant, run_id)
-    if record is None:
-        raise RunNotFound(f"run {run_id!r} not found")
-    state = ApprovalState.of(record)
-    pending = state.pending
-    if record.status != "awaiting_approval" or pending is None:
-        raise NotAwaitingApproval(f"run {run_id!r} is not awaiting approval (it is {record.effective_status})")
-    now = time.time()
-    late = verdict != "expired" and now >= pending.expires_at
-    decision = ApprovalDecision(
-        verdict="expired" if late else verdict,
-        kind=pending.kind,
-        round=pending.round,
-        calls={call.node_id: call.input_hash for call in pending.calls},
-        by=None if late or verdict == "expired" else by,
-        at=now,
-        waited_s=round(max(now - pending.requested_at, 0.0), 3),
-        reason=None if reason is None else reason[:MAX_REASON_CHARS],
-        replan=replan and verdict == "rejected" and not late,
-    )
-    announce: Announcement = ("approval_decided", decision.model_dump(mode="json"))
-    if not await service.reopen(tenant, run_id, "awaiting_approval", announce, approval=state.decided(decision)):
-        raise NotAwaitingApproval(f"run {run_id!r} is no longer awaiting approval: someone decided first")
-    service.steering.observer.approval_decided(tenant, decision.verdict, decision.waited_s)
-    if late:
-        raise ApprovalExpired(f"the approval request of run {run_id!r} expired before this decision")
-    return decision
-
-
-async def expire_overdue(service: RunService) -> list[str]:
-    """Close every request past its expiry (the upkeep sweep); returns the run ids expired here."""
-    now = time.time()
-    expired: list[str] = []
-    for record in await service.store.awaiting_runs():
-        pending = ApprovalState.of(record).pending
-        if pending is None or pending.expires_at > now:
-            continue
-        try:
-            await decide(service, record.tenant, record.run_id, "expired", by=None)
-        except (NotAwaitingApproval, RunNotFound):
-            continue  # decided meanwhile (here or on another replica), or purged
-        expired.append(record.run_id)
-    return expired

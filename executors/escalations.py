@@ -12,29 +12,22 @@ in `escalations.on`) ends `failed` AND with an open escalation: it is in the ten
 - or closes it with a note.
 
 The escalation records who handled it (tenant + name) and when; a resumed run that fails again
-for good is escalated again.
+for good is escalated again. This module is the state and its transitions only; the actions are
+`executors.operator_actions`, the opening is the driver's (`executors.driver`).
 """
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contract.plan import Plan
-from executors.approvals import ApprovalDecision, ApprovalState, Decider
-from executors.errors import ExecutorError, RunNotFound
-
-if TYPE_CHECKING:
-    from executors.runs import RunService
+from executors.approvals import Decider
+from executors.errors import ExecutorError
+from executors.stores import EscalationState, RunRecord
 
 Action = Literal["resume", "replan", "close"]
-_STATE_OF: dict[Action, Literal["resumed", "replanned", "closed"]] = {
-    "resume": "resumed",
-    "replan": "replanned",
-    "close": "closed",
-}
+_STATE_OF: dict[Action, EscalationState] = {"resume": "resumed", "replan": "replanned", "close": "closed"}
 DEFAULT_KINDS = [
     "step_cap",
     "run_timeout",
@@ -68,67 +61,40 @@ class NotEscalated(ExecutorError):
     type = "invalid_request_error"
 
 
-def opened(config: EscalationsConfig, error: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The escalation a failed run opens, or None when its error is not one that escalates."""
-    kind = str((error or {}).get("type", ""))
-    if kind not in config.on:
-        return None
-    return {"state": "open", "reason": kind, "opened_at": time.time(), "error": str((error or {}).get("error", ""))}
+class Escalation(BaseModel):
+    """What a run's record keeps (`RunRecord.escalation`): opened with the reason, then handled once.
+    Only the fields a transition set are recorded (`as_record`): an open escalation has no handler."""
 
+    model_config = ConfigDict(extra="forbid")
 
-def handled(escalation: dict[str, Any] | None, action: Action, by: Decider, note: str | None) -> dict[str, Any]:
-    """The escalation after an operator's action."""
-    return {
-        **(escalation or {}),
-        "state": _STATE_OF[action],
-        "handled_by": by.model_dump(),
-        "handled_at": time.time(),
-        "note": note,
-    }
+    state: EscalationState
+    reason: str = Field(description="The error type that opened it.")
+    opened_at: float
+    error: str = Field(description="The run's error message.")
+    handled_by: Decider | None = None
+    handled_at: float | None = None
+    note: str | None = None
 
+    @classmethod
+    def opened(cls, config: EscalationsConfig, error: dict[str, Any] | None, *, now: float) -> Escalation | None:
+        """The escalation a failed run opens, or None when its error is not one that escalates."""
+        kind = str((error or {}).get("type", ""))
+        if kind not in config.on:
+            return None
+        return cls(state="open", reason=kind, opened_at=now, error=str((error or {}).get("error", "")))
 
-async def reopen(
-    service: RunService, tenant: str, run_id: str, action: Literal["resume", "replan"], by: Decider, plan: Plan | None
-) -> int:
-    """Run an escalated run again as a new round (its plan, or `plan`); returns that round. Exactly
-    one operator wins (`NotEscalated` for the others)."""
-    record = await service.store.get_run(tenant, run_id)
-    if record is None:
-        raise RunNotFound(f"run {run_id!r} not found")
-    escalation = record.escalation or {}
-    if record.status != "failed" or escalation.get("state") != "open":
-        raise NotEscalated(f"run {run_id!r} has no open escalation")
-    new_round = record.round + 1
-    # The operator chose this plan: it counts as approved as a whole (tool approvals still apply).
-    consent = ApprovalDecision(
-        verdict="approved", kind="plan", round=new_round, by=by, at=time.time(), waited_s=0.0, reason=action
-    )
-    state = handled(escalation, action, by, None)
-    reopened = await service.reopen(
-        tenant,
-        run_id,
-        "escalated",
-        ("escalation_reopened", {**state, "round": new_round}),
-        approval=ApprovalState.of(record).decided(consent),
-        escalation=state,
-        plan=plan or record.plan,
-        round_=new_round,
-        replans=0,
-        budget_round=new_round,
-    )
-    if not reopened:
-        raise NotEscalated(f"run {run_id!r} has no open escalation any more: someone handled it first")
-    service.steering.observer.escalation_handled(tenant, action)
-    return new_round
+    @classmethod
+    def of(cls, record: RunRecord) -> Escalation | None:
+        return None if record.escalation is None else cls.model_validate(record.escalation)
 
+    @property
+    def is_open(self) -> bool:
+        return self.state == "open"
 
-async def close(service: RunService, tenant: str, run_id: str, by: Decider, note: str | None) -> dict[str, Any]:
-    record = await service.store.get_run(tenant, run_id)
-    if record is None:
-        raise RunNotFound(f"run {run_id!r} not found")
-    limit = service.steering.escalations.max_note_chars
-    state = handled(record.escalation, "close", by, None if note is None else note[:limit])
-    if not await service.store.close_escalation(tenant, run_id, state):
-        raise NotEscalated(f"run {run_id!r} has no open escalation")
-    service.steering.observer.escalation_handled(tenant, "close")
-    return state
+    def handled(self, action: Action, by: Decider, note: str | None, *, now: float) -> Escalation:
+        """The escalation after an operator's action."""
+        changes = {"state": _STATE_OF[action], "handled_by": by, "handled_at": now, "note": note}
+        return Escalation.model_validate({**self.model_dump(exclude_unset=True), **changes})
+
+    def as_record(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)

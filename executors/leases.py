@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from executors.stores import Lease, LeaseLost, RunStore, RunStoreError
+from executors.stores import Lease, LeaseLost, RunLeases, RunStoreError
 
 logger = logging.getLogger("planstack.executors.leases")
 
@@ -32,7 +32,7 @@ class LeaseKeeper:
 
     def __init__(
         self,
-        store: RunStore,
+        store: RunLeases,
         lease: Lease,
         *,
         ttl_s: float,

@@ -20,7 +20,6 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from executors.approvals import expire_overdue
 from executors.errors import RunNotFound
 from executors.stores import PurgeReport, RunBusy, RunStore, RunStoreError
 
@@ -66,7 +65,7 @@ async def upkeep(service: RunService) -> AsyncIterator[None]:
     loops: list[asyncio.Task[None]] = []
     if config.takeover:
         loops.append(_every(config.takeover_interval_s, lambda: take_over_orphans(service), "takeover"))
-    loops.append(_every(service.steering.approvals.expiry_sweep_s, lambda: expire_overdue(service), "expiry"))
+    loops.append(_every(service.steering.approvals.expiry_sweep_s, service.expire_overdue, "expiry"))
     if config.purge_interval_s > 0:
         loops.append(_every(config.purge_interval_s, lambda: purge(service.store), "purge"))
     try:

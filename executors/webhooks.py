@@ -40,7 +40,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from contract.errors import PlanstackBaseError
-from executors.stores import RunEvent, RunStore, WebhookDelivery
+from executors.stores import RunEvent, WebhookDeliveries, WebhookDelivery
 
 logger = logging.getLogger("planstack.executors.webhooks")
 
@@ -129,7 +129,7 @@ class WebhookNotifier:
 
     def __init__(
         self,
-        store: RunStore,
+        store: WebhookDeliveries,
         config: WebhooksConfig,
         secret: bytes,
         *,

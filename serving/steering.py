@@ -14,7 +14,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contract.plan import Plan
-from executors import escalations
 from executors.approvals import Decider, sanitize_name
 from executors.runs import RunService, RunView
 from executors.steering import Steering
@@ -95,12 +94,12 @@ class SteeringGateway:
             if body.plan is None:
                 raise InvalidRequestError("re-planning an escalation needs the edited `plan`", param="plan")
             self._planning.check_plan(body.plan)
-        await escalations.reopen(self.runs, who.tenant, run_id, action, self.decider(who, body.name), body.plan)
+        await self.runs.reopen_escalation(who.tenant, run_id, action, self.decider(who, body.name), body.plan)
         view = await self.runs.get(who.tenant, run_id)
         if view is None:  # purged meanwhile
             raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
         return view
 
     async def close(self, who: Principal, run_id: str, body: EscalationAction) -> dict[str, Any]:
-        state = await escalations.close(self.runs, who.tenant, run_id, self.decider(who, body.name), body.note)
+        state = await self.runs.close_escalation(who.tenant, run_id, self.decider(who, body.name), body.note)
         return {"run_id": run_id, "escalation": state}

@@ -1,11 +1,12 @@
-"""Run stores: the `RunStore` interface, its backends, and `open_run_store` (the one way to build one).
+"""Run stores: the `RunStore` protocols, the one SQL store and its dialects, and `open_run_store`
+(the one way to build one).
 
     open_run_store(settings)                      # runs.store_url, default sqlite:///$home/runs.sqlite3
     open_run_store("postgresql://planstack@db:5432/planstack")
     open_run_store("sqlite:///var/lib/planstack/runs.sqlite3")
 
-Backends register themselves by URL scheme (`@backend`); a new one is a module with a `RunStore`
-subclass, imported below.
+Backends register themselves by URL scheme (`register_backend`); both are `SqlRunStore` over a
+dialect (`executors.stores.sql`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from typing import Protocol
 
 from executors.stores import postgres as _postgres  # noqa: F401 - registers postgresql://
 from executors.stores import sqlite as _sqlite  # noqa: F401 - registers sqlite://
-from executors.stores.base import BACKENDS, RunStore, url_scheme
+from executors.stores.base import (
+    BACKENDS,
+    RunEvents,
+    RunLeases,
+    RunRecords,
+    RunRetention,
+    RunSteering,
+    RunStore,
+    TenantCache,
+    WebhookDeliveries,
+    url_scheme,
+)
 from executors.stores.config import RunsConfig
 from executors.stores.errors import (
     LeaseLost,
@@ -38,10 +50,12 @@ from executors.stores.records import (
     RunEvent,
     RunRecord,
     RunStatus,
+    RunUpdate,
     TenantQuota,
     TenantUsage,
     WebhookDelivery,
 )
+from executors.stores.sql.store import SqlRunStore
 from executors.stores.sqlite import SqliteRunStore
 
 __all__ = [
@@ -57,18 +71,27 @@ __all__ = [
     "QuotaExceeded",
     "RunBusy",
     "RunEvent",
+    "RunEvents",
+    "RunLeases",
     "RunRecord",
+    "RunRecords",
+    "RunRetention",
     "RunStatus",
+    "RunSteering",
     "RunStore",
     "RunStoreError",
+    "RunUpdate",
     "RunsConfig",
+    "SqlRunStore",
     "SqliteRunStore",
     "StoredBytesQuota",
     "StoredRunsQuota",
     "Subscription",
+    "TenantCache",
     "TenantQuota",
     "TenantUsage",
     "TooManyActiveRuns",
+    "WebhookDeliveries",
     "WebhookDelivery",
     "default_store_url",
     "open_run_store",
@@ -99,8 +122,8 @@ def open_run_store(target: str | HasRunSettings, *, config: RunsConfig | None = 
         runs = config or target.runs
         url = runs.store_url or default_store_url(target.home)
     scheme = url_scheme(url) if "://" in url else "sqlite"
-    cls = BACKENDS.get(scheme)
-    if cls is None:
+    factory = BACKENDS.get(scheme)
+    if factory is None:
         known = ", ".join(f"{name}://" for name in sorted(BACKENDS))
         raise ValueError(f"unknown run store {scheme!r} in runs.store_url; known: {known}")
-    return cls.from_url(url, runs)
+    return factory(url, runs)

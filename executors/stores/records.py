@@ -106,6 +106,21 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class RunUpdate:
+    """What one write changes in a run (`RunStore.update_run`, `RunStore.reopen`); a field left None
+    stays as it is. A new `plan` given with its `round` is also kept in the run's plan history."""
+
+    status: RunStatus | None = None
+    plan: Plan | None = None
+    round: int | None = None
+    replans: int | None = None
+    error: dict[str, Any] | None = None
+    approval: dict[str, Any] | None = None
+    escalation: dict[str, Any] | None = None
+    budget_round: int | None = None
+
+
+@dataclass(frozen=True)
 class TenantQuota:
     """Per-tenant caps checked atomically when a run is created."""
 

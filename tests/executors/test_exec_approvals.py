@@ -14,8 +14,7 @@ from typing import TypeVar
 import pytest
 from exec_helpers import Echo, FakeReplanner, FlakyState, make_registry, make_scheduler, plan_of, run
 
-from executors import escalations
-from executors.approvals import ApprovalsConfig, Decider, NotAwaitingApproval, expire_overdue
+from executors.approvals import ApprovalsConfig, Decider, NotAwaitingApproval
 from executors.errors import RunNotFound
 from executors.escalations import NotEscalated
 from executors.registry import ToolRegistry
@@ -178,7 +177,7 @@ def test_an_undecided_request_expires_and_escalates(make_store: StoreFactory) ->
         run_id = await svc.start("alice", "book a hotel", BOOKING)
         await until_paused(svc, "alice", run_id)
         await asyncio.sleep(0.1)
-        assert await expire_overdue(svc) == [run_id]
+        assert await svc.expire_overdue() == [run_id]
         view, kinds = await until_finished(svc, "alice", run_id)
         assert view.status == "failed" and (view.error or {})["type"] == "approval_expired"
         assert (view.escalation or {})["state"] == "open" and "escalated" in kinds
@@ -229,10 +228,10 @@ def test_an_escalated_run_is_queued_and_resumes_with_a_fresh_budget(make_store: 
         queued = await svc.store.list_runs("alice", escalation="open")
         assert [r.run_id for r in queued] == [run_id] and await svc.store.list_runs("bob", escalation="open") == []
         with pytest.raises(RunNotFound):
-            await escalations.reopen(svc, "bob", run_id, "resume", Decider(tenant="bob", name="B"), None)
-        assert await escalations.reopen(svc, "alice", run_id, "resume", ALICE, None) == 1
+            await svc.reopen_escalation("bob", run_id, "resume", Decider(tenant="bob", name="B"), None)
+        assert await svc.reopen_escalation("alice", run_id, "resume", ALICE, None) == 1
         with pytest.raises(NotEscalated):
-            await escalations.reopen(svc, "alice", run_id, "resume", ALICE, None)
+            await svc.reopen_escalation("alice", run_id, "resume", ALICE, None)
         view, _ = await until_finished(svc, "alice", run_id)
         assert view.status == "succeeded" and view.round == 1, view.error
         assert sorted(state.calls) == ["s1", "s2", "s3"]  # s1 and s2 were reused, not run again
@@ -252,16 +251,16 @@ def test_an_escalation_is_replanned_with_an_edited_plan_or_closed(make_store: St
         first = await svc.start("alice", "fails", failing)
         view, _ = await until_finished(svc, "alice", first)
         assert (view.error or {})["type"] == "node_failed" and (view.escalation or {})["state"] == "open"
-        await escalations.reopen(svc, "alice", first, "replan", ALICE, edited)
+        await svc.reopen_escalation("alice", first, "replan", ALICE, edited)
         view, _ = await until_finished(svc, "alice", first)
         assert view.status == "succeeded" and [n.tool for n in view.current_nodes()] == ["echo"]
         assert [r for r, _ in await svc.store.plans("alice", first)] == [0, 1]
         second = await svc.start("alice", "fails again", failing)
         await until_finished(svc, "alice", second)
-        closed = await escalations.close(svc, "alice", second, ALICE, "known outage")
+        closed = await svc.close_escalation("alice", second, ALICE, "known outage")
         assert closed["state"] == "closed" and closed["note"] == "known outage"
         with pytest.raises(NotEscalated):
-            await escalations.close(svc, "alice", second, ALICE, "again")
+            await svc.close_escalation("alice", second, ALICE, "again")
         record = await svc.store.get_run("alice", second)
         assert record is not None and record.status == "failed" and (record.escalation or {})["state"] == "closed"
 

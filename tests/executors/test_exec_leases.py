@@ -14,7 +14,7 @@ from contract.plan import PlanNode
 from executors.leases import LeaseKeeper
 from executors.observation import NodeResult
 from executors.runs import RunService
-from executors.stores import RunRecord, RunStore
+from executors.stores import RunRecord, RunStore, RunUpdate
 
 
 def test_a_stalled_driver_is_fenced_out_after_a_takeover(make_store: Callable[..., RunStore]) -> None:
@@ -98,7 +98,7 @@ def test_a_follower_elsewhere_waits_for_run_finished_after_the_final_status(
                 RunRecord(run_id="r1", tenant="alice", request="x", plan=plan), owner="replica-a", ttl_s=30
             )
             await driver.append_event(lease, "run_started")
-            await driver.update_run(lease, status="succeeded")  # the verdict, before its event
+            await driver.update_run(lease, RunUpdate(status="succeeded"))  # the verdict, before its event
 
             async def follow() -> list[str]:
                 return [e.type async for e in follower.events("alice", "r1")]

@@ -20,6 +20,7 @@ from executors.stores import (
     RunBusy,
     RunRecord,
     RunStore,
+    RunUpdate,
     StoredBytesQuota,
     StoredRunsQuota,
     TenantQuota,
@@ -61,7 +62,7 @@ def test_runs_of_one_tenant_are_invisible_to_another(make_store: Callable[..., R
         forged = Lease("bob", "r1", lease.owner, lease.epoch, lease.expires_at)  # bob guessing alice's lease
         for attempt in (
             store.acquire_lease("bob", "r1", owner="x", ttl_s=LONG),
-            store.update_run(forged, status="failed"),
+            store.update_run(forged, RunUpdate(status="failed")),
             store.save_result(forged, result()),
             store.append_event(forged, "run_started"),
             store.events("bob", "r1"),
@@ -112,8 +113,8 @@ def test_update_run_keeps_plan_history_and_survives_reopen(make_store: Callable[
     new_plan = plan_of({"id": "n1", "tool": "echo", "args": {"label": "b"}})
 
     async def body(store: RunStore, lease: Lease) -> None:
-        await store.update_run(lease, plan=new_plan, round_=1, replans=1)
-        await store.update_run(lease, status="failed", error={"error": "x", "type": "t", "retryable": False})
+        await store.update_run(lease, RunUpdate(plan=new_plan, round=1, replans=1))
+        await store.update_run(lease, RunUpdate(status="failed", error={"error": "x", "type": "t", "retryable": False}))
 
     with_run(make_store, body)
 
@@ -148,7 +149,7 @@ def test_one_live_lease_per_run_and_stale_drivers_are_fenced(make_store: Callabl
         for stale_write in (
             store.save_result(lease, result(node_id="n2", output="stale")),
             store.append_event(lease, "run_finished"),
-            store.update_run(lease, status="succeeded"),
+            store.update_run(lease, RunUpdate(status="succeeded")),
             store.renew_lease(lease, LONG),
         ):
             with pytest.raises(LeaseLost):
@@ -159,7 +160,7 @@ def test_one_live_lease_per_run_and_stale_drivers_are_fenced(make_store: Callabl
         assert current is not None and current.status == "running" and current.lease_owner == "replica-b"
         renewed = await store.renew_lease(taken, LONG)
         assert renewed.epoch == taken.epoch and renewed.expires_at >= taken.expires_at
-        await store.update_run(taken, status="succeeded")
+        await store.update_run(taken, RunUpdate(status="succeeded"))
         assert await store.acquire_lease("alice", "r1", owner="replica-c", ttl_s=LONG) is None  # finished
 
     with_run(make_store, body)
@@ -199,9 +200,9 @@ def test_quotas_are_checked_when_a_run_is_created(make_store: Callable[..., RunS
             with pytest.raises(TooManyActiveRuns):
                 await store.create_run(record("r3"), owner="a", ttl_s=LONG, quota=quota)
             await store.create_run(record("b1", tenant="bob"), owner="a", ttl_s=LONG, quota=quota)  # bob's own
-            await store.update_run(first, status="succeeded")
+            await store.update_run(first, RunUpdate(status="succeeded"))
             third = await store.create_run(record("r3"), owner="a", ttl_s=LONG, quota=quota)
-            await store.update_run(third, status="failed")
+            await store.update_run(third, RunUpdate(status="failed"))
             with pytest.raises(StoredRunsQuota):
                 await store.create_run(record("r4"), owner="a", ttl_s=LONG, quota=quota)
             usage = await store.usage("alice")
@@ -223,11 +224,11 @@ def test_purge_by_age_and_total_size_spares_live_runs(make_store: Callable[..., 
             for name in ("old1", "old2", "new1"):
                 lease = await store.create_run(record(name), owner="a", ttl_s=LONG)
                 await store.save_result(lease, result(output="x" * 2000))
-                await store.update_run(lease, status="succeeded")
+                await store.update_run(lease, RunUpdate(status="succeeded"))
             await store.create_run(record("live"), owner="a", ttl_s=LONG)  # executing: never purged
             await asyncio.sleep(0.3)
             young = await store.create_run(record("young"), owner="a", ttl_s=LONG)
-            await store.update_run(young, status="failed")
+            await store.update_run(young, RunUpdate(status="failed"))
             report = await store.purge(max_age_s=0.2, max_total_bytes=10**9)  # everything older than 0.2 s
             assert report.runs_deleted == 3 and report.bytes_freed > 6000
             assert {r.run_id for r in await store.list_runs("alice")} == {"live", "young"}

@@ -54,13 +54,7 @@ def test_an_existing_world_readable_store_is_tightened(tmp_path: Path) -> None:
 def test_calls_run_on_the_store_thread_not_the_event_loop(tmp_path: Path) -> None:
     store = SqliteRunStore(tmp_path / "runs.sqlite3")
     seen: list[str] = []
-    original = store._read
-
-    def spying_read():  # type: ignore[no-untyped-def]
-        seen.append(threading.current_thread().name)
-        return original()
-
-    store._read = spying_read  # type: ignore[method-assign]
+    store._conn.set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
 
     async def go() -> None:
         assert await store.get_run("a", "nope") is None
@@ -68,7 +62,8 @@ def test_calls_run_on_the_store_thread_not_the_event_loop(tmp_path: Path) -> Non
         await store.aclose()
 
     asyncio.run(go())
-    assert seen[0].startswith("planstack-sqlite") and seen[1] == "loop:MainThread"
+    assert seen[0].startswith("planstack-sqlite") and seen[-1] == "loop:MainThread"
+    assert all(name.startswith("planstack-sqlite") for name in seen[:-1])
 
 
 def test_a_store_from_before_leases_is_migrated(tmp_path: Path) -> None:
@@ -105,3 +100,60 @@ def test_a_store_from_before_leases_is_migrated(tmp_path: Path) -> None:
         await store.aclose()
 
     run(go())
+
+
+LAYOUT_BEFORE_ONE_SQL_STORE = """
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, request TEXT NOT NULL, plan_json TEXT NOT NULL,
+    status TEXT NOT NULL, round INTEGER NOT NULL DEFAULT 0, replans INTEGER NOT NULL DEFAULT 0, error_json TEXT,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, lease_owner TEXT, lease_epoch INTEGER NOT NULL DEFAULT 0,
+    lease_expires_at REAL, takeovers INTEGER NOT NULL DEFAULT 0, event_seq INTEGER NOT NULL DEFAULT 0,
+    bytes BIGINT NOT NULL DEFAULT 0, approval_json TEXT, escalation TEXT, escalation_json TEXT, webhook_url TEXT,
+    budget_round INTEGER NOT NULL DEFAULT 0, planner_json TEXT);
+CREATE TABLE run_plans (run_id TEXT NOT NULL REFERENCES runs (run_id), round INTEGER NOT NULL,
+    plan_json TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (run_id, round));
+CREATE TABLE node_results (run_id TEXT NOT NULL REFERENCES runs (run_id), round INTEGER NOT NULL,
+    node_id TEXT NOT NULL, tool TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, input_hash TEXT,
+    output_sha256 TEXT, output_json TEXT, result_json TEXT NOT NULL, committed_at REAL NOT NULL,
+    PRIMARY KEY (run_id, round, node_id));
+CREATE TABLE events (run_id TEXT NOT NULL REFERENCES runs (run_id), seq INTEGER NOT NULL, type TEXT NOT NULL,
+    round INTEGER NOT NULL, node_id TEXT, data_json TEXT NOT NULL, ts REAL NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE webhook_deliveries (run_id TEXT NOT NULL REFERENCES runs (run_id), seq INTEGER NOT NULL,
+    event TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL, status_code INTEGER, error TEXT,
+    updated_at REAL NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE cache (namespace TEXT NOT NULL, tenant TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+    expires_at REAL NOT NULL, PRIMARY KEY (namespace, tenant, key));
+CREATE INDEX runs_by_tenant ON runs (tenant, created_at);
+CREATE INDEX runs_by_status ON runs (status, updated_at);
+CREATE INDEX runs_by_escalation ON runs (tenant, escalation);
+CREATE INDEX cache_by_expiry ON cache (expires_at);
+"""
+"""The tables as the two hand-written SQLite and PostgreSQL stores created them (REAL for times)."""
+
+
+def test_a_store_written_by_the_previous_layout_opens_unchanged_and_keeps_working(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript(LAYOUT_BEFORE_ONE_SQL_STORE)
+    conn.execute(
+        "INSERT INTO runs (run_id, tenant, request, plan_json, status, created_at, updated_at, event_seq, bytes)"
+        " VALUES ('r1', 'a', 'old run', ?, 'succeeded', 1, 1, 1, 100)",
+        (PLAN.model_dump_json(),),
+    )
+    conn.execute("INSERT INTO events VALUES ('r1', 1, 'run_finished', 0, NULL, '{\"status\": \"succeeded\"}', 1)")
+    conn.commit()
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.close()
+
+    async def go() -> None:
+        store = SqliteRunStore(path)
+        record = await store.get_run("a", "r1")
+        assert record is not None and record.status == "succeeded"
+        assert [e.type for e in await store.events("a", "r1")] == ["run_finished"]
+        lease = await store.create_run(RunRecord(run_id="r2", tenant="a", request="new", plan=PLAN), owner="o", ttl_s=9)
+        assert (await store.append_event(lease, "run_started")).seq == 1
+        await store.aclose()
+
+    run(go())
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA schema_version").fetchone()[0] == version  # nothing was altered
+    conn.close()

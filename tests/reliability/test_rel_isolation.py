@@ -26,7 +26,7 @@ from executors.errors import RunNotFound
 from executors.observation import NodeResult
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
-from executors.stores import Lease, RunRecord, SqliteRunStore
+from executors.stores import Lease, RunRecord, RunUpdate, SqliteRunStore
 from executors.tools import default_registry
 from planner.config import PlannerConfig
 from planner.llm import Completion
@@ -54,7 +54,7 @@ def test_run_store_answers_only_to_the_runs_tenant(tmp_path: Path) -> None:
         assert await store.get_run("bob", "run_aaaaaaaaaaaa") is None and await store.list_runs("bob") == []
         for attempt in (
             store.acquire_lease("bob", "run_aaaaaaaaaaaa", owner="b", ttl_s=60),
-            store.update_run(forged, status="failed"),
+            store.update_run(forged, RunUpdate(status="failed")),
             store.save_result(forged, result),
             store.append_event(forged, "run_started"),
             store.results("bob", "run_aaaaaaaaaaaa"),
