@@ -5,22 +5,40 @@ packaged MiniLM (retrieval.embedder.SentenceTransformerEmbedder); `HashingEmbedd
 dependency-free stand-in (hashed word and character-trigram counts) for tests and for deployments
 without the model. Vectors of tool texts are cached by text (bounded LRU), so a catalog is embedded
 once; the work runs in a worker thread, never on the event loop.
+
+The cache is scoped: inside `embedding_scope(tenant)` a text's vector is kept under that tenant only.
+A cache shared between tenants told one tenant, through its own planning time (`timings.prepare_s`),
+whether another had recently planned the exact same text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 
 import numpy as np
 
 from contract.embedding import TextEmbedder
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_scope: ContextVar[str] = ContextVar("planstack_embedding_scope", default="")
+
+
+@contextlib.contextmanager
+def embedding_scope(scope: str) -> Iterator[None]:
+    """Vectors cached in this block (and the threads it starts with asyncio.to_thread) are keyed on
+    `scope`, so another scope neither finds them nor learns from their timing that they exist."""
+    token = _scope.set(scope)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 class HashingEmbedder:
@@ -42,29 +60,30 @@ class HashingEmbedder:
 
 
 class CachedEmbedder:
-    """An embedder with an LRU of vectors by text; `aembed` runs the model in a worker thread."""
+    """An embedder with an LRU of vectors by (scope, text); `aembed` runs the model in a worker thread."""
 
     def __init__(self, inner: TextEmbedder, *, max_entries: int = 8192) -> None:
         self.inner = inner
         self.max_entries = max_entries
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        scope = _scope.get()
         with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+            missing = [t for t in dict.fromkeys(texts) if (scope, t) not in self._cache]
         if missing:
             vectors = np.asarray(self.inner.embed(missing), dtype=np.float32)
             with self._lock:
                 for text, vector in zip(missing, vectors, strict=True):
-                    self._cache[text] = vector
-                    self._cache.move_to_end(text)
+                    self._cache[(scope, text)] = vector
+                    self._cache.move_to_end((scope, text))
                 while len(self._cache) > self.max_entries:
                     self._cache.popitem(last=False)
         with self._lock:
             rows = []
             for text in texts:
-                vector = self._cache.get(text)
+                vector = self._cache.get((scope, text))
                 if vector is None:  # evicted between the two locks: embed it alone
                     vector = np.asarray(self.inner.embed([text]), dtype=np.float32)[0]
                 rows.append(vector)

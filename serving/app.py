@@ -38,6 +38,7 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
+from serving.routes import webhooks as webhooks_route
 from serving.settings import Settings
 from serving.stack import Stack, build_stack
 from serving.steering import SteeringGateway
@@ -123,10 +124,13 @@ def init_app_state(state: State, stack: Stack) -> Services:
         metrics=stack.metrics,
         engine=stack.engine,
         guard=stack.guard,
-        chat=ChatService(settings, stack.engine, stack.engine_model, stack.salter, stack.guard, stack.metrics),
+        chat=ChatService(
+            settings, stack.engine, stack.engine_model, stack.salter, stack.guard, stack.metrics, door=stack.door
+        ),
         engine_model=stack.engine_model,
+        door=stack.door,
         planning_gateway=PlanningGateway(
-            stack.planner, stack.salter, stack.metrics, stack.engine.slots, stack.demonstrations
+            stack.planner, stack.salter, stack.metrics, stack.engine.slots, stack.demonstrations, door=stack.door
         ),
         embeddings=stack.embeddings,
         demonstrations=stack.demonstrations,
@@ -158,7 +162,7 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
     app.state.started_at = time.time()
     services = init_app_state(app.state, stack)
     routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
-    steering_routes = (approvals_route, escalations_route)
+    steering_routes = (approvals_route, escalations_route, webhooks_route)
     memory_routes = (feedback_route, demonstrations_route)
     for module in (*routes, *steering_routes, *memory_routes, health_route, metrics_route):
         app.include_router(module.router)

@@ -42,6 +42,30 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def compact_length(value: Any, limit: int | None = None) -> int:
+    """`len(_compact(value))`, counted iteratively and only up to just past `limit` (when given): a
+    client's megabyte of tool definitions is not serialised to learn that it is over a 32k limit."""
+    if limit is None:
+        return len(_compact(value))
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        node = stack.pop()
+        if isinstance(node, dict):
+            total += 1 + max(1, len(node))  # braces and commas
+            for key, child in node.items():
+                total += len(_compact(str(key))) + 1
+                stack.append(child)
+                if total > limit:
+                    break
+        elif isinstance(node, list):
+            total += 1 + max(1, len(node))
+            stack.extend(node[: limit - total + 1])
+        else:
+            total += len(_compact(node))
+    return total
+
+
 def _at_most_8_stops(value: str | list[str] | None) -> str | list[str] | None:
     if isinstance(value, list) and len(value) > 8:
         raise ValueError("at most 8 stop sequences")
@@ -77,8 +101,8 @@ class ChatMessage(_Public):
             return sum(len(part.text) for part in self.content)
         return 0
 
-    def tool_calls_length(self) -> int:
-        return len(_compact(self.tool_calls)) if self.tool_calls else 0
+    def tool_calls_length(self, limit: int | None = None) -> int:
+        return compact_length(self.tool_calls, limit) if self.tool_calls else 0
 
 
 class JsonSchemaFormat(_Public):
@@ -125,10 +149,14 @@ class ChatCompletionRequest(_Public):
     parallel_tool_calls: bool | None = None
     user: str | None = Field(None, max_length=256)
 
-    def prompt_chars(self, *, include_tools: bool = True) -> int:
-        """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`."""
-        tools = len(_compact(self.tools)) if self.tools and include_tools else 0
-        return tools + sum(message.text_length() + message.tool_calls_length() for message in self.messages)
+    def prompt_chars(self, *, include_tools: bool = True, limit: int | None = None) -> int:
+        """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`
+        (with `limit`, counted no further than just past it)."""
+        tools = self.tools_chars(limit) if include_tools else 0
+        return tools + sum(message.text_length() + message.tool_calls_length(limit) for message in self.messages)
+
+    def tools_chars(self, limit: int | None = None) -> int:
+        return compact_length(self.tools, limit) if self.tools else 0
 
     def uses_tools(self) -> bool:
         """Tools offered with a tool_choice that lets the model call them (the gateway decodes the calls)."""
