@@ -60,33 +60,50 @@ class HashingEmbedder:
 
 
 class CachedEmbedder:
-    """An embedder with an LRU of vectors by (scope, text); `aembed` runs the model in a worker thread."""
+    """An embedder with an LRU of vectors by (scope, text); `aembed` runs the model in a worker thread.
+    A text already being embedded for another caller (same scope) is waited for, not embedded again:
+    four requests with the same 128 new tools run the model once, not four times in parallel."""
 
     def __init__(self, inner: TextEmbedder, *, max_entries: int = 8192) -> None:
         self.inner = inner
         self.max_entries = max_entries
         self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._pending: dict[tuple[str, str], threading.Event] = {}
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         scope = _scope.get()
+        keys = [(scope, text) for text in dict.fromkeys(texts)]
         with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if (scope, t) not in self._cache]
-        if missing:
-            vectors = np.asarray(self.inner.embed(missing), dtype=np.float32)
+            absent = [key for key in keys if key not in self._cache]
+            others = {self._pending[key] for key in absent if key in self._pending}
+            mine = [key for key in absent if key not in self._pending]
+            done = threading.Event()
+            self._pending.update((key, done) for key in mine)
+        try:
+            if mine:
+                vectors = np.asarray(self.inner.embed([text for _, text in mine]), dtype=np.float32)
+                with self._lock:
+                    for key, vector in zip(mine, vectors, strict=True):
+                        self._cache[key] = vector
+                        self._cache.move_to_end(key)
+                    while len(self._cache) > self.max_entries:
+                        self._cache.popitem(last=False)
+        finally:
             with self._lock:
-                for text, vector in zip(missing, vectors, strict=True):
-                    self._cache[(scope, text)] = vector
-                    self._cache.move_to_end((scope, text))
-                while len(self._cache) > self.max_entries:
-                    self._cache.popitem(last=False)
+                for key in mine:
+                    self._pending.pop(key, None)
+            done.set()
+        for event in others:
+            event.wait()
         with self._lock:
-            rows = []
-            for text in texts:
-                vector = self._cache.get((scope, text))
-                if vector is None:  # evicted between the two locks: embed it alone
-                    vector = np.asarray(self.inner.embed([text]), dtype=np.float32)[0]
-                rows.append(vector)
+            found = {text: self._cache.get((scope, text)) for text in dict.fromkeys(texts)}
+        rows = []
+        for text in texts:
+            vector = found[text]
+            if vector is None:  # evicted meanwhile, or the other caller failed: embed it alone
+                vector = found[text] = np.asarray(self.inner.embed([text]), dtype=np.float32)[0]
+            rows.append(vector)
         return np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:

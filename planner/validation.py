@@ -106,7 +106,9 @@ class PlanValidator:
         self.catalog = catalog
         self.rules = rules
         self.max_nodes = max_nodes
-        self._validators = {tool.name: schema_validator(with_references(dict(tool.parameters))) for tool in catalog}
+        self._validators = {
+            tool.name: schema_validator(with_references(dict(tool.parameters)), checked=True) for tool in catalog
+        }  # a ToolCatalog's patterns passed its check
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Picklable (the gateway validates large client plans in a worker process): the argument

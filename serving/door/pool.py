@@ -3,9 +3,11 @@
 `DoorPool.run(tenant, function, *args)` waits for the tenant's turn (serving/door/fair.py: at most
 `door.per_tenant` running jobs per tenant, bounded waiting, round robin between tenants), then runs
 the function in one of `door.workers` worker processes (serving/door/workers.py) at a lower CPU
-priority, within `door.deadline_s` in all. Past the deadline the request gets a 503 with
+priority, within `door.deadline_s` of waiting and running (a worker's start-up on first use is not
+counted). Past the deadline the request gets a 503 with
 Retry-After and the worker is killed; a killed or crashed worker is replaced at once, in the
-background, so the next request finds a warm one. Workers start on first use.
+background, so the next request finds a warm one. The workers start together on first use (about
+1–3 s here: small requests never need them, so a gateway that only sees those never starts them).
 
 `door.kind: thread` runs the same jobs in threads instead (no process start, but pure-Python checks
 then compete with the event loop for the GIL, and a job past its deadline cannot be stopped).
@@ -21,14 +23,21 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 from serving.door.fair import FairShare
-from serving.door.workers import Answer, ProcessWorker, _answer
+from serving.door.workers import START_TIMEOUT_S, Answer, ProcessWorker, _answer
 from serving.errors import PlanstackError
 from serving.metrics import GatewayMetrics
 from serving.settings import DoorSettings
 
 logger = logging.getLogger("planstack.door")
 T = TypeVar("T")
-PRELOAD = ("serving.door.jobs",)  # what a worker imports before it says ready
+PRELOAD = (  # what a worker imports before it says ready: the jobs, and the request models bodies are parsed into
+    "serving.door.jobs",
+    "serving.planning",
+    "serving.protocol",
+    "serving.responses.protocol",
+    "serving.steering",
+    "serving.demonstrations",
+)
 
 
 class CheckTimeoutError(PlanstackError):
@@ -56,7 +65,7 @@ class DoorPool:
             max_waiting=settings.max_waiting,
             max_waiting_per_tenant=settings.max_waiting_per_tenant,
         )
-        self._ready: asyncio.Queue[ProcessWorker] | None = None
+        self._ready: asyncio.Queue[ProcessWorker | None] | None = None  # None: a worker failed to start
         self._workers: set[ProcessWorker] = set()  # started or starting
         self._starting: set[asyncio.Task[None]] = set()
         self._threads: ThreadPoolExecutor | None = None
@@ -95,10 +104,14 @@ class DoorPool:
     async def _call(self, function: Callable[..., Any], args: tuple[Any, ...], deadline: float) -> Answer:
         if self.settings.kind == "thread":
             return await self._call_in_thread(function, args, deadline)
+        waited = time.monotonic()
         try:
-            worker = await asyncio.wait_for(self._worker(), max(0.0, deadline - time.monotonic()))
+            worker = await asyncio.wait_for(self._worker(), START_TIMEOUT_S)
         except TimeoutError:
-            return "timeout", 0.0
+            worker = None
+        if worker is None:
+            return "crashed", "no door worker could be started"
+        deadline += time.monotonic() - waited  # a worker's start-up (first use only) is not the request's
         call = asyncio.ensure_future(asyncio.to_thread(worker.call, function, args, deadline - time.monotonic()))
         try:
             answer = await asyncio.shield(call)
@@ -127,11 +140,12 @@ class DoorPool:
         except TimeoutError:
             return "timeout", 0.0  # the thread runs on: threads cannot be stopped
 
-    async def _worker(self) -> ProcessWorker:
+    async def _worker(self) -> ProcessWorker | None:
         if self._ready is None:
             self._ready = asyncio.Queue()
         if self._ready.empty() and len(self._workers) < self.settings.workers:
-            self._spawn()
+            for _ in range(self.settings.workers - len(self._workers)):  # all of them: the first use warms the pool
+                self._spawn()
         return await self._ready.get()
 
     def _spawn(self) -> None:
@@ -147,7 +161,7 @@ class DoorPool:
         except RuntimeError:
             logger.error("a door worker failed to start; the next request tries again")
             self._workers.discard(worker)
-            return
+            worker = None  # tells one waiter at once, instead of letting it wait out the start timeout
         if self._ready is None:
             self._ready = asyncio.Queue()
         self._ready.put_nowait(worker)
