@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
@@ -46,6 +46,7 @@ from serving.backpressure import UpstreamSlots
 from serving.door import Door
 from serving.door.checks import INLINE_PLAN_BYTES
 from serving.errors import EngineUnavailableError, InvalidRequestError, NotFoundError
+from serving.protocol import MAX_TOOLS, at_most
 
 logger = logging.getLogger("planstack.demonstrations")
 PLAN_RECORDS = "plans"
@@ -106,7 +107,7 @@ class DemonstrationLine(BaseModel):
 
     request: str = Field(min_length=1)
     plan: dict[str, JsonValue]
-    tools: list[dict[str, JsonValue]] | None = Field(None, max_length=128)
+    tools: Annotated[list[dict[str, JsonValue]] | None, at_most(MAX_TOOLS)] = Field(None, max_length=MAX_TOOLS)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -51,7 +51,7 @@ from serving.errors import (
 from serving.followers import FollowerSlot, FollowerSlots
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
-from serving.protocol import ChatCompletionRequest
+from serving.protocol import MAX_TOOLS, ChatCompletionRequest, at_most
 from serving.redaction import describe_store_failure
 
 PLANNER_MODEL = "planner"
@@ -87,8 +87,8 @@ class PlanCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     request: str = Field(min_length=1, max_length=4000, description="What the user wants, in natural language.")
-    tools: list[dict[str, JsonValue]] | None = Field(
-        None, max_length=128, description="Plan over exactly these tools (OpenAI `tools` format)."
+    tools: Annotated[list[dict[str, JsonValue]] | None, at_most(MAX_TOOLS)] = Field(
+        None, max_length=MAX_TOOLS, description="Plan over exactly these tools (OpenAI `tools` format)."
     )
 
 

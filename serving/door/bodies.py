@@ -30,9 +30,17 @@ def decode_json(body: bytes) -> Any:
 
 
 def parse_model(model: type[ModelT], data: Any) -> ModelT:
-    """Validate a JSON body; the first problem becomes an OpenAI error naming the parameter."""
+    """Validate a JSON body; the first problem becomes an OpenAI error naming the parameter. A model that
+    forbids unknown fields names the first one before validating anything (pydantic would build one
+    error per unknown field: 95,000 of them for a 1 MiB body of tiny members)."""
     if not isinstance(data, dict):
         raise InvalidRequestError("the request body must be a JSON object")
+    if model.model_config.get("extra") == "forbid":
+        known = set(model.model_fields) | {field.alias for field in model.model_fields.values() if field.alias}
+        unknown = next((key for key in data if key not in known), None)
+        if unknown is not None:
+            name = str(unknown)[:200]
+            raise InvalidRequestError(f"{name}: Extra inputs are not permitted", param=name, code="invalid_value")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -156,15 +156,16 @@ class DoorPool:
         task.add_done_callback(self._starting.discard)
 
     async def _start(self, worker: ProcessWorker) -> None:
+        started: ProcessWorker | None = worker
         try:
             await asyncio.to_thread(worker.start)
         except RuntimeError:
             logger.error("a door worker failed to start; the next request tries again")
             self._workers.discard(worker)
-            worker = None  # tells one waiter at once, instead of letting it wait out the start timeout
+            started = None  # tells one waiter at once, instead of letting it wait out the start timeout
         if self._ready is None:
             self._ready = asyncio.Queue()
-        self._ready.put_nowait(worker)
+        self._ready.put_nowait(started)
 
     def close(self) -> None:
         for task in list(self._starting):

@@ -66,7 +66,7 @@ def ref_bomb(refs: int = 5, name: str = "bomb") -> dict[str, Any]:
 def pattern_tool(arguments: int, repeat: int = 400, name: str = "patterned") -> dict[str, Any]:
     """String arguments each with a fresh pattern `\\pL{repeat}<8 random hex>` (nothing cached)."""
     props = {
-        f"a{i}": {"type": "string", "pattern": "\\pL{%d}%s" % (repeat, secrets.token_hex(4))} for i in range(arguments)
+        f"a{i}": {"type": "string", "pattern": f"\\pL{{{repeat}}}{secrets.token_hex(4)}"} for i in range(arguments)
     }
     return {"type": "function", "function": {"name": name, "description": "d", "parameters": {
         "type": "object", "properties": props}}}  # fmt: skip
@@ -105,6 +105,7 @@ class Attack:
     hostile: list[Sent] = field(default_factory=list)
     other: float = 0.0
     other_status: int = 0
+    health: str = ""
 
 
 def post(client: httpx.Client, route: str, body: bytes, content_type: str = "application/json") -> Sent:
@@ -174,7 +175,10 @@ def attack_with_probe(
         attempts.append(done)
         return done
 
-    probe, _ = probe_during(gateway.url, one, attempts=3, retry=lambda p, done: done.other > limit_s)
+    probes: list[HealthProbe] = []
+    probe, _ = probe_during(gateway.url, one, attempts=3, retry=lambda p, done: done.other > limit_s, probes=probes)
+    for done, each in zip(attempts, probes, strict=True):
+        done.health = each.report()
     return probe, attempts
 
 
@@ -186,6 +190,7 @@ def report(name: str, probe: HealthProbe, attacks: list[Attack], base: float) ->
         f"{hostile[0]:.2f}–{hostile[-1]:.2f} s, largest body {max(s.size for s in last.hostile)} B; "
         f"tenant B {last.other:.2f} s (baseline {base:.2f} s, median over attempts "
         f"{statistics.median(a.other for a in attacks):.2f} s); /health {probe.report()}"
+        + (f" (earlier attempts: {'; '.join(a.health for a in attacks[:-1])})" if len(attacks) > 1 else "")
     )
 
 
