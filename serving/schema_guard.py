@@ -58,6 +58,7 @@ from serving.settings import SchemaGuardSettings, StructuredBackend
 logger = logging.getLogger("planstack.schema_guard")
 
 WORKER_START_TIMEOUT_S = 120.0
+WALL_FACTOR = 3.0  # a compile starved of CPU is given up after this many times its CPU budget in wall time
 ENGINE_INDEX_CACHE = 128  # vLLM's outlines index LRU (vllm/v1/structured_output/utils.py)
 MIB = 2**20
 
@@ -161,9 +162,10 @@ class CompileWorker:
     the pipe). A compile over its budget kills the worker; the spare, started in the background after
     the first worker (loading the vocabulary took 6–52 s here), takes its place at once, so the next
     request — often another tenant's — never waits for a restart under the lock, and a new spare
-    starts behind it. A timeout is reported as `timeout` when the worker really used its whole budget
-    of CPU (the schema is too slow whatever the load) and as `timeout_busy` when it did not get that
-    much CPU (the machine was busy: a verdict that must not be remembered)."""
+    starts behind it. The budget is CPU time of the worker (read from /proc): `timeout` when the
+    compile has used it all (the schema is too slow whatever the load), `timeout_busy` when
+    WALL_FACTOR times the budget passed before it could (the machine was busy: a verdict that must
+    not be remembered)."""
 
     def __init__(
         self, model_dir: Path, backend: StructuredBackend, *, target: Callable[..., None] | None = None
@@ -255,23 +257,44 @@ class CompileWorker:
                 conn = self._conn or self._start()
             except RuntimeError as exc:
                 return "crashed", time.perf_counter() - started, str(exc), 0
-            cpu_before = cpu_seconds(self._proc.pid) if self._proc is not None and self._proc.pid else None
+            pid = self._proc.pid if self._proc is not None else None
+            cpu_before = cpu_seconds(pid) if pid else None
             try:
                 conn.send(text)
-                if conn.poll(timeout_s):
-                    status, seconds, message, size = conn.recv()
-                    return status, seconds, message, size
+                status = self._wait(conn, pid, cpu_before, timeout_s)
+                if status is None:
+                    status_, seconds, message, size = conn.recv()
+                    return status_, seconds, message, size
             except (EOFError, OSError) as exc:  # the worker died under this compile
                 logger.warning("the schema compile worker died during a compile (%s)", type(exc).__name__)
                 self._reset()
                 self._prepare_spare()
                 return "crashed", time.perf_counter() - started, "the compile worker stopped", 0
-            cpu_after = cpu_seconds(self._proc.pid) if self._proc is not None and self._proc.pid else None
+            used = (cpu_seconds(pid) or 0.0) - (cpu_before or 0.0) if pid else 0.0
             self._reset()  # the compile is still running: kill it rather than let it eat the CPU
             self._prepare_spare()
-            used = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-            status = "timeout" if used is not None and used >= 0.9 * timeout_s else "timeout_busy"
-            return status, time.perf_counter() - started, f"{used or 0.0:.2f} s of CPU", 0
+            return status, time.perf_counter() - started, f"{used:.2f} s of CPU", 0
+
+    @staticmethod
+    def _wait(conn: Connection, pid: int | None, cpu_before: float | None, budget_s: float) -> str | None:
+        """None when the answer is ready; "timeout" once the worker has used `budget_s` of CPU on this
+        compile (the schema's own cost, whatever the load); "timeout_busy" when WALL_FACTOR times the
+        budget has passed without it having had that much CPU (a busy machine). Without /proc the
+        budget is wall time, as the engine's own timeout is."""
+        started = time.monotonic()
+        while True:
+            if conn.poll(0.1):
+                return None
+            elapsed = time.monotonic() - started
+            now = cpu_seconds(pid) if pid and cpu_before is not None else None
+            if now is None:
+                if elapsed >= budget_s:
+                    return "timeout"
+                continue
+            if now - (cpu_before or 0.0) >= budget_s:
+                return "timeout"
+            if elapsed >= budget_s * WALL_FACTOR:
+                return "timeout_busy"
 
     def _reset(self) -> None:
         if self._proc is not None:
@@ -410,7 +433,7 @@ class SchemaGuard:
             )
         if status == "timeout_busy":  # the worker did not get its budget of CPU: the load's verdict, not the schema's
             raise SchemaCheckUnavailableError(
-                f"the schema's compile check ran out of time while the machine was busy ({message} of its "
+                f"the schema's compile check could not finish while the machine was busy ({message} of its "
                 f"{budget:g} s budget); retry",
                 retry_after_s=max(1, math.ceil(budget)),
             )

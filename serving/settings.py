@@ -182,7 +182,11 @@ class SchemaGuardSettings(_Section):
         "worker process first (as the engine would) and reject it when it does not compile in time.",
     )
     compile_timeout_s: float = Field(
-        4.0, gt=0, description="Budget for the pre-check compile; a schema over it fails with a 400."
+        4.0,
+        gt=0,
+        description="Budget for the pre-check compile, in CPU seconds of the compile worker; a schema over it "
+        "fails with a 400 (remembered). A compile starved of CPU is given up after 3x the budget in wall time "
+        "with a 503 (not remembered).",
     )
     max_schema_bytes: int = Field(32_768, gt=0, description="Largest serialised client schema.")
     max_depth: int = Field(12, gt=0, description="Deepest nesting of a client schema.")
