@@ -144,8 +144,9 @@ class DoorSettings(_Section):
     workers: int = Field(2, ge=1, le=64, description="Worker processes for the request checks (started on first use).")
     kind: Literal["process", "thread"] = Field(
         "process",
-        description="`process` (killable, lower CPU priority: /health worst 35–54 ms with 4 heavy checks running "
-        "on 2 cores) or `thread` (no start-up, but the checks hold the GIL: /health worst 361–386 ms).",
+        description="`process` (killable, at lower CPU priority: /health p99 36 ms, worst 57 ms while 4 catalogs of "
+        "710 KB were validated on 2 cores) or `thread` (no start-up, but the checks hold the GIL: p99 490 ms, "
+        "worst 522 ms); benchmarks/results/door_pool.md.",
     )
     per_tenant: int = Field(1, ge=1, description="Checks of one tenant running at once; its others queue behind.")
     max_waiting: int = Field(64, ge=1, description="Checks waiting for a worker at once; past it 429 + Retry-After.")
