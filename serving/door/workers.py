@@ -53,12 +53,14 @@ def _answer(function: Callable[..., Any], args: tuple[Any, ...]) -> Answer:
 
 def _child_main(conn: Connection, nice: int, preload: tuple[str, ...]) -> None:  # pragma: no cover - child
     """Import what the jobs need, say ready, then answer jobs until the pipe closes."""
+    import gc
     import importlib
 
     if nice:
         os.nice(nice)  # the gateway's event loop keeps the CPU when both want it
     for module in preload:
         importlib.import_module(module)
+    gc.freeze()  # what the imports built is never garbage: full collections scan only the jobs' objects
     conn.send(("ready", None))
     while True:
         try:
