@@ -38,7 +38,8 @@ from retrieval.knowledge import KnowledgeBase
 from retrieval.memory import TenantMemory
 from serving.backpressure import UpstreamSlots
 from serving.demonstrations import DemonstrationService
-from serving.embeddings import EmbeddingService
+from serving.door import Door, DoorPool
+from serving.embeddings import EmbeddingService, embedding_slots
 from serving.engine.process import engine_api_key
 from serving.engine.profiles import load_profile
 from serving.engine_llm import EnginePlannerLLM
@@ -69,6 +70,7 @@ class Stack:
     guard: SchemaGuard
     embeddings: EmbeddingService | None  # /v1/embeddings (None when disabled), on the knowledge base's model
     demonstrations: DemonstrationService  # each tenant's memory (the planner searches it), feedback, import
+    door: Door  # the checks at the door: bounded, off the event loop, fair between tenants
     run_store_url: str | None = None  # a SQLite file or a store URL; None: the settings' `runs.store_url`
     store: RunStore | None = field(default=None, init=False)
     runs: RunService | None = field(default=None, init=False)
@@ -104,6 +106,7 @@ class Stack:
         await self._resources.aclose()
         await asyncio.to_thread(self.demonstrations.memory.flush)
         self.guard.close()
+        self.door.close()
         if self.embeddings is not None:
             self.embeddings.close()
         await self.engine.close()
@@ -132,7 +135,7 @@ def build_stack(
     """Everything from `settings`. `engine_model` defaults to the profile's served name; `model_dir`
     (the prepared weights) lets the schema guard pre-compile client schemas as the engine would;
     `registry` and `planner_llm` replace the demo tools and the engine-backed planner model (tests)."""
-    metrics = GatewayMetrics()
+    metrics = GatewayMetrics(tenant_labels=settings.gateway.metrics_token is not None)  # only behind the token
     profile = load_profile(settings.engine.profile)
     model = engine_model or profile.served_model_name
     engine = build_engine_client(settings, metrics)
@@ -146,6 +149,9 @@ def build_stack(
     planner = build_planner(
         profile.planner_config(settings.planner), llm=llm, catalog=catalog_of(tools), demos=memory, embedder=vectors
     )
+    door = Door(settings.door, DoorPool(settings.door, metrics))
+    embedding_shares = embedding_slots(settings.embeddings)  # /v1/embeddings and imports share them per tenant
+    embeddings = EmbeddingService(settings.embeddings, knowledge.embedder, embedding_shares)
     return Stack(
         settings=settings,
         metrics=metrics,
@@ -157,8 +163,9 @@ def build_stack(
         planner=planner,
         salter=CacheSalter(settings.isolation.scope, server_secret(settings)),
         guard=SchemaGuard(settings.schema_guard, backend, metrics, worker),
-        embeddings=EmbeddingService(settings.embeddings, knowledge.embedder) if settings.embeddings.enabled else None,
-        demonstrations=DemonstrationService(memory, planner, settings.learning),
+        embeddings=embeddings if settings.embeddings.enabled else None,
+        demonstrations=DemonstrationService(memory, planner, settings.learning, door, embedding_shares),
+        door=door,
         run_store_url=run_store_url,
     )
 

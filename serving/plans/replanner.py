@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contract.plan import Plan
 from planner.service import PlannerService
+from planner.similarity import embedding_scope
 from serving.backpressure import UpstreamSlots
 from serving.isolation import CacheSalter
 
@@ -24,4 +25,5 @@ class TenantReplanner:
     async def replan(self, request: str, failure_summary: str, completed: dict[str, str], *, tenant: str) -> Plan:
         salt = self._salter.salt(tenant)
         async with self._slots.admitted(tenant, wait_s=self._slot_wait_s):
-            return await self._planner.replan(request, failure_summary, completed, tenant=tenant, cache_salt=salt)
+            with embedding_scope(tenant):
+                return await self._planner.replan(request, failure_summary, completed, tenant=tenant, cache_salt=salt)

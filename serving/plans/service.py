@@ -9,9 +9,11 @@ from typing import Any
 
 from contract.plan import Plan
 from planner.service import PlannerService, PlanResult
+from planner.similarity import embedding_scope
 from serving.auth import Principal
 from serving.backpressure import UpstreamSlots
 from serving.demonstrations import DemonstrationService
+from serving.door import Door
 from serving.errors import InvalidRequestError
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
@@ -27,30 +29,42 @@ class PlanningGateway:
         metrics: GatewayMetrics,
         slots: UpstreamSlots,
         demonstrations: DemonstrationService | None = None,
+        door: Door | None = None,
     ) -> None:
         self.planner = planner
         self._salter = salter
         self._metrics = metrics
         self._slots = slots
         self._demonstrations = demonstrations  # keeps each answer under its plan id, for feedback
+        self.door = door
 
     async def plan(
         self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
     ) -> PlanResult:
         salt = self._salter.salt(who.tenant, session)
+        # the client's tools checked at the door (bounded, off the loop, once per content) before any slot
+        catalog = None if tools is None or self.door is None else await self.door.catalog(tools, tenant=who.tenant)
         async with self._slots.admitted(who.tenant):  # a client waits: no free slot is a 429 at once
-            result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
+            with embedding_scope(who.tenant):  # cached vectors (and their timing) stay the tenant's
+                result = await self.planner.plan(
+                    request, tenant=who.tenant, cache_salt=salt, tools=catalog if catalog is not None else tools
+                )
         self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
         self._metrics.plans.labels(result.path).inc()
         if self._demonstrations is not None:
             await self._demonstrations.remember(who.tenant, request, tools, result)
         return result
 
-    def check_plan(self, plan: Plan) -> None:
-        """A client-given plan must pass the same validation layers as a planned one."""
-        report = self.planner.validator(self.planner.catalog).validate(plan)
-        if not report.ok:
-            raise InvalidRequestError(f"the plan is invalid: {report.error}", param="plan")
+    async def check_plan(self, plan: Plan, who: Principal) -> None:
+        """A client-given plan must pass the same validation layers as a planned one (a large plan is
+        validated in a door worker on the tenant's share)."""
+        validator = self.planner.validator(self.planner.catalog)
+        if self.door is None:
+            problem = None if (report := validator.validate(plan)).ok else str(report.error)
+        else:
+            problem = await self.door.plan_problem(validator, plan, tenant=who.tenant)
+        if problem is not None:
+            raise InvalidRequestError(f"the plan is invalid: {problem}", param="plan")
 
     async def chat(self, body: ChatCompletionRequest, who: Principal, session: str | None) -> dict[str, Any]:
         """The `planner` model: the last user message is the request; the reply is the plan JSON."""
