@@ -1,0 +1,338 @@
+"""Which arguments a node writes, and with what: every value needs evidence in the request or upstream.
+
+Real API schemas have many optional parameters. A small model offered the request's phrases for each
+of them fills them all ("currency": "invoice", "dueDays": "March 3, 2027"), so an optional argument is
+written only with evidence, and left out otherwise (the service's default applies):
+
+- its name, or a role word that fits it, is written right before the value or its name right after it
+  ("issued March 3" → `issueDate`, "from May 2" → `startDate`, "30 days" → `dueDays`, "under 500" →
+  `maxPrice`);
+- an enum option the request's words name ("in euros" → `EUR`, "paid invoices" → `paid`), only when the
+  mapping is clear (one option);
+- a boolean whose own words the request uses ("non-stop" → `nonStop: true`, "without archived" →
+  `includeArchived: false`);
+- an earlier node outputs a field named like it.
+
+Every argument, required or not, takes values of its kind (planner/argkinds.py) in its declared format:
+a date argument only dates (written as its schema or description declares: ISO 8601 by default, a date
+the request already writes in digits also as written), an identifier only id-shaped values or an earlier
+output (a lookup's: planner/prerequisites.py) and never a name, a number only numbers. A required
+argument nothing can fill — no value of its kind in the request, no earlier output that could hold it —
+is *missing*: the planner answers `needs_input` instead of inventing it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from planner.argkinds import ArgKind, classify, ordered_tokens
+from planner.catalog import ToolDef
+from planner.grammar import Upstream, fits
+from planner.lexicon import lexicon, weights
+from planner.values import Candidate, RequestValues, name_tokens, role_match
+
+_ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")
+_TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression")
+
+
+@dataclass(frozen=True)
+class ArgOptions:
+    """What one argument of one node may be written with.
+
+    `typed`: `values` replace the request's generic candidates in the grammar (dates, identifiers,
+    mapped enums, flags, evidence of an optional argument); `closed`: nothing else may be written (no
+    free-value detour); `refs`: the only references offered when not empty (a lookup's output)."""
+
+    name: str
+    required: bool
+    kind: ArgKind
+    values: tuple[Any, ...] = ()
+    refs: tuple[str, ...] = ()
+    typed: bool = False
+    closed: bool = False
+    supported: bool = True
+    missing: str | None = None
+
+
+class NodeEvidence:
+    """The options of every argument of one node."""
+
+    def __init__(
+        self,
+        values: RequestValues,
+        span: tuple[int, int] | None,
+        upstream: Sequence[Upstream],
+        links: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        self.values = values
+        self.span = span
+        self.upstream = upstream
+        self.links = links or {}
+        self.lex = lexicon("en")  # argument names are English words
+        self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", values.text)]
+        self._args: tuple[str, ...] = ()
+        self._best: dict[int, float] = {}
+
+    def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
+        return {arg: self.argument(tool, arg) for arg in tool.arg_names()}
+
+    # one argument -------------------------------------------------------------------------------------
+    def argument(self, tool: ToolDef, arg: str) -> ArgOptions:
+        if self._args != tool.arg_names():
+            self._args, self._best = tool.arg_names(), {}
+        schema = tool.properties.get(arg)
+        schema = schema if isinstance(schema, dict) else {}
+        kind = classify(arg, schema)
+        required = arg in tool.required
+        if arg in self.links:
+            return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
+        same = self._same_named_refs(arg, schema)
+        if kind.is_date:
+            return self._date(arg, kind, required, same)
+        if kind.kind == "enum":
+            return self._enum(arg, schema, kind, required, same)
+        if kind.kind == "boolean":
+            return self._flag(arg, kind, required, same)
+        if kind.is_identifier or kind.kind in ("email", "url", "phone"):
+            return self._shaped(arg, kind, required, same)
+        if kind.kind in ("number", "integer"):
+            return self._number(arg, schema, kind, required, same)
+        if required:
+            return ArgOptions(arg, True, kind)
+        cued = [c for c in self._inside() if self._cued(c, arg) and self._fits_type(c, kind)]
+        return self._optional(arg, kind, [c.value for c in cued], same)
+
+    def _date(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
+        fmt = kind.date_format
+        assert fmt is not None
+
+        def usable(cands: list[Candidate]) -> list[Candidate]:
+            found = [c for c in cands if c.written and c.iso and c.kind in ("date", "datetime", "time")]
+            return [c for c in found if (c.kind == "time") == (fmt.kind == "time")]
+
+        pool = usable(self._inside())
+        if required and not pool:  # "... and the weather there that day": the date of another step
+            pool = usable(self.values.candidates)
+        cued = [c for c in pool if self._cued(c, arg)]
+        chosen = cued if not required else cued + [c for c in pool if c not in cued]
+        rendered: list[Any] = []
+        for c in chosen:
+            forms: list[Any] = []
+            if not fmt.declared and c.value != c.iso and (_numeric(c.value) or fmt.kind == "time"):
+                forms.append(c.value)  # written in digits (or a clock) already: the user's own format, kept
+            clock = self._clock(c) if fmt.kind in ("datetime", "epoch") else None
+            value = fmt.render(c.iso if fmt.kind != "time" else "", clock if fmt.kind != "time" else c.iso)
+            forms.append(value)
+            rendered += [v for v in forms if v is not None and v not in rendered]
+        if not required:
+            return self._optional(arg, kind, rendered, same, typed=True)
+        missing = None if rendered or self._upstream_fits(kind) else f"no {_kind_words(fmt.kind)} in the request"
+        return ArgOptions(arg, True, kind, tuple(rendered), typed=True, closed=bool(rendered), missing=missing)
+
+    def _enum(
+        self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]
+    ) -> ArgOptions:
+        options = list(schema.get("enum") or [])
+        named = [o for o in options if isinstance(o, str) and self._names_option(o)]
+        if {str(o).lower() for o in options} == {"true", "false"}:  # a flag written as an enum of strings
+            flag = self._flag_value(arg)
+            named = [o for o in options if flag is not None and str(o).lower() == str(flag).lower()]
+        numbers = [o for o in options if _number_of(o) is not None]
+        if numbers:
+            cued = [c.value for c in self._inside() if c.is_number and self._cued(c, arg)]
+            named += [o for o in numbers if _number_of(o) in cued and o not in named]
+        if len(named) == 1:
+            return ArgOptions(arg, required, kind, (named[0],), typed=True, closed=True)
+        if required:
+            return ArgOptions(arg, True, kind)
+        return self._optional(arg, kind, [], same)  # none or several options named: not clear, left out
+
+    def _flag(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
+        value = self._flag_value(arg)
+        if value is None:
+            return ArgOptions(arg, True, kind) if required else self._optional(arg, kind, [], same)
+        return ArgOptions(arg, required, kind, (value,), typed=True, closed=True)
+
+    def _shaped(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
+        shapes = _ID_SHAPES if kind.is_identifier else (kind.kind,)
+        inside = [c for c in self._inside() if c.kind in shapes and c.written]
+        if required and not inside:
+            inside = [c for c in self.values.candidates if c.kind in shapes and c.written]
+        cued = [c for c in inside if self._cued(c, arg)]
+        if kind.is_identifier:  # a bare number or quoted text is an id only when named one ("customer 4711")
+            inside = [c for c in inside if c in cued or c.kind not in ("number", "quoted")]
+            inside = [c for c in inside if not c.is_number or float(c.value).is_integer()]
+        if not required:
+            return self._optional(arg, kind, [c.value for c in cued], same, typed=True)
+        chosen = cued + [c for c in inside if c not in cued]
+        literal = [str(c.value) if kind.is_identifier and c.is_number else c.value for c in chosen]
+        literal = list(dict.fromkeys(literal))
+        missing = None
+        if not literal and not same and not self._upstream_fits(kind):
+            missing = f"the request gives no {_kind_words(kind.kind)} for it"
+        return ArgOptions(arg, True, kind, tuple(literal), same, typed=True, closed=True, missing=missing)
+
+    def _number(
+        self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]
+    ) -> ArgOptions:
+        if required:
+            has = any(c.is_number for c in self.values.candidates)
+            missing = None if has or same or self._upstream_fits(kind) else "the request gives no number for it"
+            return ArgOptions(arg, True, kind, missing=missing)
+        cued = [c.value for c in self._inside() if c.is_number and self._cued(c, arg)]
+        if kind.kind == "integer":
+            cued = [v for v in cued if float(v).is_integer()]
+        return self._optional(arg, kind, cued, same, typed=True)
+
+    def _optional(
+        self, arg: str, kind: ArgKind, values: list[Any], same: tuple[str, ...], *, typed: bool = True
+    ) -> ArgOptions:
+        kept = tuple(dict.fromkeys(values))
+        supported = bool(kept or same)
+        return ArgOptions(arg, False, kind, kept, same, typed=typed, closed=True, supported=supported)
+
+    # evidence -----------------------------------------------------------------------------------------
+    def _inside(self) -> list[Candidate]:
+        span = self.span
+        return [c for c in self.values.candidates if span is None or c.start < 0 or span[0] <= c.start < span[1]]
+
+    def _tie(self, c: Candidate, arg: str) -> float:
+        """How strongly the request ties a value to an argument: words of its name right before the value
+        (nearer counts more), a role word that fits it, a word of its name right after it."""
+        w = weights().evidence
+        tokens = {t for t in name_tokens(arg) if len(t) > 1}
+        stems = {self.lex.stem(t) for t in tokens if len(t) > 2}
+        score = 0.0
+        for back, word in enumerate(reversed(c.cue.split()[-3:])):
+            if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
+                score += max(w["cue_near"] - back, 1.0)
+        if role_match(c.cue, tokens, self.lex):
+            score += w["role"]
+        if c.tail and (c.tail in tokens or self.lex.stem(c.tail) in stems):
+            score += w["tail"]
+        return score
+
+    def _cued(self, c: Candidate, arg: str) -> bool:
+        """The value is tied to this argument at least as strongly as to any other of the node's tool."""
+        score = self._tie(c, arg)
+        if score <= 0:
+            return False
+        key = id(c)
+        if key not in self._best:
+            self._best[key] = max((self._tie(c, other) for other in self._args), default=0.0)
+        return score >= self._best[key]
+
+    def _names_option(self, option: str) -> bool:
+        """The request's words name an enum option: its words in a row (plurals allowed), or an upper-case
+        code of up to four letters that starts a word ("EUR" ← "euros")."""
+        words = ordered_tokens(option)
+        if not words:
+            return False
+        said = [_singular(w) for w in self.words]
+        wanted = [_singular(w) for w in words]
+        if any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
+            return True
+        code = option.lower()
+        return (
+            option.isupper()
+            and option.isalpha()
+            and 2 < len(option) <= 4
+            and any(w.startswith(code) and len(w) <= len(code) + 3 for w in self.words)
+        )
+
+    def _flag_value(self, arg: str) -> bool | None:
+        """True when the request uses every distinctive word of a boolean's name ("non-stop" →
+        `nonStop`), False when a negation comes right before them; None when it does not use them."""
+        lex = self.lex
+        words = [w for w in ordered_tokens(arg) if w not in lex.flag_words and w not in lex.stopwords]
+        words = [w for w in words if w not in lex.action_verbs] or words
+        if not words:
+            return None
+        stems = [lex.stem(w) for w in self.words]
+        positions = []
+        for word in words:
+            stem = lex.stem(word)
+            if stem not in stems:
+                return None
+            positions.append(stems.index(stem))
+        first = min(positions)
+        before = set(self.words[max(0, first - 2) : first]) - set(words)
+        return not bool(before & lex.negations)
+
+    def _same_named_refs(self, arg: str, schema: dict[str, Any]) -> tuple[str, ...]:
+        """Earlier outputs named like the argument (any naming style), of a type that fits it."""
+        wanted = tuple(self.lex.stem(w) for w in ordered_tokens(arg))
+        kind = str(schema.get("type", "")) if isinstance(schema.get("type"), str) else ""
+        refs = []
+        for up in self.upstream:
+            for path, field_kind in up.tool.output_fields:
+                leaf = path.rsplit(".", 1)[-1]
+                if tuple(self.lex.stem(w) for w in ordered_tokens(leaf)) == wanted and fits(field_kind, kind):
+                    refs.append(f"${up.node_id}.{path}")
+        return tuple(refs)
+
+    def _upstream_fits(self, kind: ArgKind) -> bool:
+        """An earlier node could supply a value of this kind (it declares no output, or an output of a
+        type that fits)."""
+        want = {"number": "number", "integer": "integer"}.get(kind.kind, "string")
+        for up in self.upstream:
+            if not up.tool.output_fields and not up.tool.output_type:
+                return True
+            if any(fits(k, want) for _, k in up.tool.output_fields) or fits(up.tool.output_type, want):
+                return True
+        return False
+
+    def _clock(self, c: Candidate) -> str | None:
+        """The time written nearest after a date (its clock), if any."""
+        times = [t for t in self.values.candidates if t.kind == "time" and t.iso and t.start >= c.end]
+        return min(times, key=lambda t: t.start).iso if times else None
+
+    def _fits_type(self, c: Candidate, kind: ArgKind) -> bool:
+        if kind.kind == "array":
+            return isinstance(c.value, list)
+        if kind.kind == "object":
+            return isinstance(c.value, dict)
+        return c.is_string and c.kind in _TEXT_KINDS
+
+
+def missing_inputs(options: Mapping[str, ArgOptions]) -> dict[str, str]:
+    """Argument → why it is missing, for the required arguments nothing can fill."""
+    return {name: o.missing for name, o in options.items() if o.required and o.missing}
+
+
+def _singular(word: str) -> str:
+    """A plural's singular by its English ending only ("euros" → "euro", "classes" → "class"): enum options
+    are matched closely, "named" never names the option "name"."""
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "ch", "sh")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, str) and bool(re.fullmatch(r"[\d/.\-: T]+", value))
+
+
+def _number_of(option: Any) -> float | None:
+    if isinstance(option, bool):
+        return None
+    if isinstance(option, (int, float)):
+        return float(option)
+    if isinstance(option, str) and re.fullmatch(r"-?\d+(?:\.\d+)?", option):
+        return float(option)
+    return None
+
+
+def _kind_words(kind: str) -> str:
+    return {
+        "date": "date",
+        "datetime": "date",
+        "epoch": "date",
+        "time": "time",
+        "identifier": "identifier",
+        "email": "e-mail address",
+        "url": "URL",
+        "phone": "phone number",
+    }.get(kind, kind)
