@@ -131,6 +131,12 @@ class PipelineStages(BaseModel):
         "when the request or an earlier output supplies its value; dates in the declared format, identifiers "
         "never a name, enums and flags mapped from the request's words.",
     )
+    defaults: bool = Field(
+        default=False,
+        description="With `evidence`: an optional argument the request says nothing about is written with its "
+        "schema `default` (off: left out, so the service applies that default itself; on: the convention of "
+        "data sets whose gold plans spell defaults out, such as NESTFUL's).",
+    )
     lookups: bool = Field(
         default=True,
         description="A required identifier the request only names gets the lookup that returns it first "

@@ -30,11 +30,12 @@ from typing import Any
 
 from planner.argkinds import ArgKind, classify, ordered_tokens
 from planner.catalog import ToolDef
+from planner.dates import DateFormat
 from planner.grammar import Upstream, fits
 from planner.lexicon import lexicon, weights
 from planner.values import Candidate, RequestValues, name_tokens, role_match
 
-_ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")
+_ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
 _TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression")
 
 
@@ -66,7 +67,10 @@ class NodeEvidence:
         span: tuple[int, int] | None,
         upstream: Sequence[Upstream],
         links: Mapping[str, tuple[str, ...]] | None = None,
+        *,
+        defaults: bool = False,
     ) -> None:
+        self.defaults = defaults  # an optional argument without evidence takes its schema default
         self.values = values
         self.span = span
         self.upstream = upstream
@@ -75,14 +79,21 @@ class NodeEvidence:
         self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", values.text)]
         self._args: tuple[str, ...] = ()
         self._best: dict[int, float] = {}
+        self._kinds: dict[str, ArgKind] = {}
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
-        return {arg: self.argument(tool, arg) for arg in tool.arg_names()}
+        out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
+        for arg, options in out.items():
+            schema = tool.properties.get(arg)
+            if self.defaults and not options.supported and isinstance(schema, dict) and "default" in schema:
+                out[arg] = ArgOptions(arg, False, options.kind, (schema["default"],), typed=True, closed=True)
+        return out
 
     # one argument -------------------------------------------------------------------------------------
     def argument(self, tool: ToolDef, arg: str) -> ArgOptions:
         if self._args != tool.arg_names():
             self._args, self._best = tool.arg_names(), {}
+            self._kinds = {a: classify(a, tool.properties.get(a)) for a in self._args}
         schema = tool.properties.get(arg)
         schema = schema if isinstance(schema, dict) else {}
         kind = classify(arg, schema)
@@ -103,34 +114,52 @@ class NodeEvidence:
         if required:
             return ArgOptions(arg, True, kind)
         cued = [c for c in self._inside() if self._cued(c, arg) and self._fits_type(c, kind)]
-        return self._optional(arg, kind, [c.value for c in cued], same)
+        return self._optional(arg, kind, [str(c.value) if c.is_number else c.value for c in cued], same)
 
     def _date(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
         fmt = kind.date_format
         assert fmt is not None
+        clocks = fmt.kind == "time"
+        usable_kinds = ("time", "datetime") if clocks else ("date", "datetime")
 
         def usable(cands: list[Candidate]) -> list[Candidate]:
-            found = [c for c in cands if c.written and c.iso and c.kind in ("date", "datetime", "time")]
-            return [c for c in found if (c.kind == "time") == (fmt.kind == "time")]
+            return [c for c in cands if c.written and c.iso and c.kind in usable_kinds]
 
         pool = usable(self._inside())
         if required and not pool:  # "... and the weather there that day": the date of another step
             pool = usable(self.values.candidates)
-        cued = [c for c in pool if self._cued(c, arg)]
+        sole = self._sole(arg, clocks)  # the tool's only date (or time) argument: every date in its step is its
+        cued = [c for c in pool if self._cued(c, arg) or (sole and self._strongest(c) == 0)]
         chosen = cued if not required else cued + [c for c in pool if c not in cued]
         rendered: list[Any] = []
         for c in chosen:
-            forms: list[Any] = []
-            if not fmt.declared and c.value != c.iso and (_numeric(c.value) or fmt.kind == "time"):
-                forms.append(c.value)  # written in digits (or a clock) already: the user's own format, kept
-            clock = self._clock(c) if fmt.kind in ("datetime", "epoch") else None
-            value = fmt.render(c.iso if fmt.kind != "time" else "", clock if fmt.kind != "time" else c.iso)
-            forms.append(value)
-            rendered += [v for v in forms if v is not None and v not in rendered]
+            rendered += [v for v in self._forms(c, fmt) if v is not None and v not in rendered]
         if not required:
             return self._optional(arg, kind, rendered, same, typed=True)
-        missing = None if rendered or self._upstream_fits(kind) else f"no {_kind_words(fmt.kind)} in the request"
-        return ArgOptions(arg, True, kind, tuple(rendered), typed=True, closed=bool(rendered), missing=missing)
+        missing = None if rendered or self._upstream_fits(kind, arg) else f"no {_kind_words(fmt.kind)} in the request"
+        refs = same if rendered else ()
+        return ArgOptions(arg, True, kind, tuple(rendered), refs, typed=True, closed=bool(rendered), missing=missing)
+
+    def _forms(self, c: Candidate, fmt: DateFormat) -> list[Any]:
+        """A written date or time in the argument's format; without a declared format a value the user
+        wrote in digits or as a clock ("10/05/2023", "10:00 AM", "2022-12-01 10:00") is kept as written."""
+        forms: list[Any] = []
+        if c.kind == "time":
+            if not fmt.declared:
+                forms.append(c.value)
+            forms.append(fmt.render("", c.iso) if fmt.kind == "time" else None)
+            return forms
+        clock = c.value[11:16] if c.kind == "datetime" else (self._clock(c) if fmt.kind != "date" else None)
+        if not fmt.declared and c.value != c.iso and (c.kind == "datetime" or _numeric(c.value)):
+            forms.append(c.value)
+        forms.append(fmt.render(c.iso, clock) if fmt.kind != "time" else fmt.render("", clock))
+        return forms
+
+    def _sole(self, arg: str, clocks: bool) -> bool:
+        """`arg` is the only argument of its tool that takes a date (a time when `clocks`)."""
+        dated = [a for a in self._args if (k := self._kinds.get(a)) is not None and k.is_date]
+        same_kind = [a for a in dated if (self._kinds[a].kind == "time") == clocks]
+        return same_kind == [arg]
 
     def _enum(
         self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]
@@ -157,30 +186,39 @@ class NodeEvidence:
         return ArgOptions(arg, required, kind, (value,), typed=True, closed=True)
 
     def _shaped(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
-        shapes = _ID_SHAPES if kind.is_identifier else (kind.kind,)
-        inside = [c for c in self._inside() if c.kind in shapes and c.written]
-        if required and not inside:
-            inside = [c for c in self.values.candidates if c.kind in shapes and c.written]
+        """An identifier, an e-mail address, a URL, a phone number: values of that shape only (quoted or
+        not); a bare number or quoted text is an identifier only when named one ("customer 4711")."""
+        pool = self._inside()
+        if required and not any(self._shaped_as(c, kind) for c in pool):
+            pool = list(self.values.candidates)
+        inside = [c for c in pool if c.written and self._shaped_as(c, kind)]
         cued = [c for c in inside if self._cued(c, arg)]
-        if kind.is_identifier:  # a bare number or quoted text is an id only when named one ("customer 4711")
-            inside = [c for c in inside if c in cued or c.kind not in ("number", "quoted")]
-            inside = [c for c in inside if not c.is_number or float(c.value).is_integer()]
+        if kind.is_identifier:
+            inside = [c for c in inside if c in cued or not _named_only(c)]
         if not required:
             return self._optional(arg, kind, [c.value for c in cued], same, typed=True)
         chosen = cued + [c for c in inside if c not in cued]
         literal = [str(c.value) if kind.is_identifier and c.is_number else c.value for c in chosen]
         literal = list(dict.fromkeys(literal))
         missing = None
-        if not literal and not same and not self._upstream_fits(kind):
+        if not literal and not same and not self._upstream_fits(kind, arg):
             missing = f"the request gives no {_kind_words(kind.kind)} for it"
-        return ArgOptions(arg, True, kind, tuple(literal), same, typed=True, closed=True, missing=missing)
+        closed = bool(literal) or bool(same)  # a literal of its shape, or an earlier output named like it
+        return ArgOptions(arg, True, kind, tuple(literal), same, typed=True, closed=closed, missing=missing)
+
+    @staticmethod
+    def _shaped_as(c: Candidate, kind: ArgKind) -> bool:
+        shape = _shape(c)
+        if kind.is_identifier:
+            return shape in _ID_SHAPES or (c.is_number and float(c.value).is_integer())
+        return shape == kind.kind
 
     def _number(
         self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]
     ) -> ArgOptions:
         if required:
             has = any(c.is_number for c in self.values.candidates)
-            missing = None if has or same or self._upstream_fits(kind) else "the request gives no number for it"
+            missing = None if has or same or self._upstream_fits(kind, arg) else "the request gives no number for it"
             return ArgOptions(arg, True, kind, missing=missing)
         cued = [c.value for c in self._inside() if c.is_number and self._cued(c, arg)]
         if kind.kind == "integer":
@@ -218,12 +256,14 @@ class NodeEvidence:
     def _cued(self, c: Candidate, arg: str) -> bool:
         """The value is tied to this argument at least as strongly as to any other of the node's tool."""
         score = self._tie(c, arg)
-        if score <= 0:
-            return False
+        return score > 0 and score >= self._strongest(c)
+
+    def _strongest(self, c: Candidate) -> float:
+        """The strongest tie of a value to any argument of the node's tool (0: tied to none)."""
         key = id(c)
         if key not in self._best:
             self._best[key] = max((self._tie(c, other) for other in self._args), default=0.0)
-        return score >= self._best[key]
+        return self._best[key]
 
     def _names_option(self, option: str) -> bool:
         """The request's words name an enum option: its words in a row (plurals allowed), or an upper-case
@@ -274,15 +314,18 @@ class NodeEvidence:
                     refs.append(f"${up.node_id}.{path}")
         return tuple(refs)
 
-    def _upstream_fits(self, kind: ArgKind) -> bool:
-        """An earlier node could supply a value of this kind (it declares no output, or an output of a
-        type that fits)."""
+    def _upstream_fits(self, kind: ArgKind, arg: str = "") -> bool:
+        """An earlier node could supply the value: it declares no output (nothing is known), or an output
+        field of a fitting type that shares a word with the argument's name."""
         want = {"number": "number", "integer": "integer"}.get(kind.kind, "string")
+        words = {self.lex.stem(w) for w in ordered_tokens(arg)}
         for up in self.upstream:
             if not up.tool.output_fields and not up.tool.output_type:
                 return True
-            if any(fits(k, want) for _, k in up.tool.output_fields) or fits(up.tool.output_type, want):
-                return True
+            for path, field_kind in up.tool.output_fields:
+                leaf = {self.lex.stem(w) for w in ordered_tokens(path.rsplit(".", 1)[-1])}
+                if fits(field_kind, want) and leaf & words:
+                    return True
         return False
 
     def _clock(self, c: Candidate) -> str | None:
@@ -295,12 +338,39 @@ class NodeEvidence:
             return isinstance(c.value, list)
         if kind.kind == "object":
             return isinstance(c.value, dict)
-        return c.is_string and c.kind in _TEXT_KINDS
+        return (c.is_string and c.kind in _TEXT_KINDS) or (c.is_number and c.written)  # "3-day" → "3"
 
 
 def missing_inputs(options: Mapping[str, ArgOptions]) -> dict[str, str]:
     """Argument → why it is missing, for the required arguments nothing can fill."""
     return {name: o.missing for name, o in options.items() if o.required and o.missing}
+
+
+_SHAPES = (
+    ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    ("url", re.compile(r"(?:https?://|www\.)\S+|[\w-]+(?:\.[\w-]+)+/\S*")),
+    ("phone", re.compile(r"\+?[\d\s().-]{7,20}")),
+)
+
+
+def _shape(c: Candidate) -> str:
+    """What a value looks like whatever found it: a quoted '123-456-7890' is a phone number."""
+    if c.kind in ("email", "url", "phone", "code"):
+        return c.kind
+    if c.is_number:
+        return "number"
+    text = str(c.value).strip() if c.is_string else ""
+    for kind, pattern in _SHAPES:
+        if pattern.fullmatch(text) and (kind != "phone" or sum(ch.isdigit() for ch in text) >= 7):
+            return kind
+    if c.kind == "quoted" and " " not in text and any(ch.isdigit() for ch in text):
+        return "code"
+    return c.kind
+
+
+def _named_only(c: Candidate) -> bool:
+    """A value that is an identifier only when the request names it one: a bare number, quoted words."""
+    return c.is_number or (c.kind == "quoted" and _shape(c) == "quoted")
 
 
 def _singular(word: str) -> str:

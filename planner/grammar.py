@@ -163,7 +163,7 @@ class SchemaBuilder:
         kind = schema.get("type")
         values = [v for v in options.values if v not in context.excluded.get(options.name, ())]
         refs = list(options.refs)
-        if not refs and (options.required or not options.closed):  # an optional value needs its own evidence
+        if not refs and ((options.required and not values) or not options.closed):  # no literal of its kind
             refs = self._refs(kind if isinstance(kind, str) else "", context)
         ref_option = _ref_option(refs, context.grounding)
         if not values and ref_option is None and not options.closed:

@@ -71,6 +71,7 @@ class Lexicon:
     time_words: frozenset[str] = frozenset()
     identifier_words: frozenset[str] = frozenset()
     lookup_verbs: frozenset[str] = frozenset()
+    code_words: frozenset[str] = frozenset()
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -137,6 +138,7 @@ def _load(path: Path, language: str) -> Lexicon:
         time_words=_words(data.get("time_words")),
         identifier_words=_words(data.get("identifier_words")),
         lookup_verbs=_words(data.get("lookup_verbs")),
+        code_words=_words(data.get("code_words")),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
@@ -185,6 +187,7 @@ class Weights:
     reference: Mapping[str, float]
     hints: Mapping[str, float]
     evidence: Mapping[str, float]
+    selection: Mapping[str, float]
 
 
 @lru_cache(maxsize=1)
@@ -202,4 +205,5 @@ def weights() -> Weights:
         reference=group("reference"),
         hints=group("hints"),
         evidence=group("evidence"),
+        selection=group("selection"),
     )

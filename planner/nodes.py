@@ -10,7 +10,7 @@ lists the required values no node can fill (`missing`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contract.demonstrations import Demonstration
@@ -119,7 +119,13 @@ class NodeTurns:
     ) -> dict[str, ArgOptions]:
         """Each argument's options (planner/evidence.py); a skeleton's node also writes every argument its
         demonstration wrote."""
-        options = NodeEvidence(self.req.values, span, upstream, self._links(index, tools)).node(tool)
+        links = self._links(index, tools)
+        options = NodeEvidence(self.req.values, span, upstream, links, defaults=self.config.stages.defaults).node(tool)
+        for arg, values in self._preferred(index, tool, tools).items():  # a pack's dates (a check-out it
+            current = options.get(arg)  # computed from the nights) join a required date argument's own
+            if current is not None and current.required and current.kind.is_date and values:
+                fresh = tuple(v for v in values if v not in current.values and _same_type(v, current.values))
+                options[arg] = replace(current, values=(*fresh, *current.values), missing=None)
         carried = self._carried(index)
         for arg, value in carried.items():
             current = options.get(arg)
@@ -138,8 +144,9 @@ class NodeTurns:
             span = (step.start, step.end) if step is not None else None
             options = self.arguments(index, tool, tools, upstream, span)
             forced = self.forced[index] if self.forced is not None and index < len(self.forced) else {}
+            preferred = self._preferred(index, tool, tools)
             for arg, reason in missing_inputs(options).items():
-                if arg not in forced and arg not in self._preferred(index, tool, tools):
+                if arg not in forced and not preferred.get(arg):
                     out.append(MissingInput(f"n{index + 1}", name, arg, reason))
             upstream.append(Upstream(f"n{index + 1}", tool))
         return out
@@ -180,6 +187,13 @@ class NodeTurns:
         if self.skeleton is None or not self.config.stages.value_transfer or index >= len(self.req.carried):
             return {}
         return self.req.carried[index]
+
+
+def _same_type(value: Any, values: Sequence[Any]) -> bool:
+    """A pack value of the kind the argument's own values are (any, when it has none yet)."""
+    if isinstance(value, str) and value.startswith("$"):
+        return False
+    return not values or any(type(v) is type(value) for v in values)
 
 
 def _with_options(draft: dict[str, Any], arguments: Mapping[str, ArgOptions]) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def needs_lookup(
         return None
     best = found[0]
     kind = classify(arg, tool.properties.get(arg)).kind
-    if lookups and (kind == "identifier" or best.strength == 3):
+    if lookups and (kind == "identifier" or (best.strength == 3 and _names_a_code(tool, arg))):
         return best
     if lookups and kind in ("number", "integer") and best.strength == 1:
         return best
@@ -97,6 +97,15 @@ def needs_lookup(
     if suffixes and arg.endswith(suffixes) and best.strength == 1 and tool_verb(best.tool) != tool_verb(tool.name):
         return best
     return None
+
+
+def _names_a_code(tool: ToolDef, arg: str) -> bool:
+    """The argument's name or description says it takes a code or an id ("IATA code of the airport"),
+    not a name a user writes ("Origin city for journey")."""
+    lex = lexicon("en")
+    described = str((tool.properties.get(arg) or {}).get("description", ""))
+    words = {lex.stem(w) for w in (*ordered_tokens(arg), *re.findall(r"[A-Za-z]+", described.lower()))}
+    return bool(words & {lex.stem(w) for w in lex.identifier_words | lex.code_words})
 
 
 def _seed(

@@ -29,7 +29,7 @@ import numpy as np
 
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
-from planner.lexicon import lexicon_for
+from planner.lexicon import lexicon, lexicon_for, weights
 from planner.prerequisites import Lookup, with_prerequisites
 from planner.similarity import CachedEmbedder
 from planner.steps import Step, split_steps, tool_verb
@@ -86,6 +86,22 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2}
 
 
+def _name_words(steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Per step and tool: `weights().selection["name_word"]` for each word of the tool's name but its verb
+    that the step writes (stems compared)."""
+    lex, bonus = lexicon("en"), weights().selection.get("name_word", 0.0)
+    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
+    if not bonus:
+        return out
+    said = [{lex.stem(w) for w in re.findall(r"[a-z]+", s.text.lower()) if w not in lex.stopwords} for s in steps]
+    for j, tool in enumerate(catalog):
+        words = re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", tool.name.rsplit(".", 1)[-1])
+        nouns = {lex.stem(w) for w in words[1:] if len(w) > 2 and w.lower() not in lex.stopwords}
+        for i, step_words in enumerate(said):
+            out[i, j] = bonus * len(nouns & step_words)
+    return out
+
+
 def tool_text(tool: ToolDef) -> str:
     words = re.sub(r"([a-z])([A-Z])", r"\1 \2", tool.name).replace("_", " ").replace(".", " ").replace("-", " ")
     return f"{words}: {tool.description}" if tool.description else words
@@ -112,7 +128,7 @@ class ToolSelector:
         lex = lexicon_for(request)  # a language the embedding model does not read is glossed in English
         vectors = await self.embedder.aembed([lex.glossed(request), *[lex.glossed(s.text) for s in steps], *texts])
         query, step_vectors, tool_vectors = vectors[0], vectors[1 : 1 + len(steps)], vectors[1 + len(steps) :]
-        per_step = step_vectors @ tool_vectors.T  # (steps, tools)
+        per_step = step_vectors @ tool_vectors.T + _name_words(steps, catalog)  # (steps, tools)
         whole = tool_vectors @ query
         best = np.maximum(whole, per_step.max(axis=0))
         names = catalog.names()
