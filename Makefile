@@ -40,7 +40,7 @@ reliability: model postgres
 	@if curl -sf http://127.0.0.1:8001/health >/dev/null; then $(PY) -m benchmarks.reliability_load; fi
 
 lint: setup
-	@$(PY) -m ruff check contract serving planner executors retrieval benchmarks tests scripts
+	@$(PY) -m ruff check contract serving planner executors retrieval benchmarks tests scripts examples
 	@$(PY) -m mypy
 
 ## The deployment files in configs/deploy (docker-compose config, kubernetes-validate; see the README "Scaling out").

@@ -11,12 +11,27 @@
 - full match: same size, every node aligned, same edges, identical arguments.
 Conventions: two empty sets give F1 1.0; one empty set gives 0.0. An invalid prediction (None)
 scores 0 everywhere (and schema_valid 0).
+
+Answers and filler (`evaluate`), for sets whose gold may also be "no plan" or "needs input":
+- the answer's kind (`answer_kind`): `needs_input` (the planner says so, or its plan asks the user
+  through an `ask_user` node), `no_plan` (the no-plan answer, or an empty plan), `plan` (a plan with
+  nodes), `none` (no valid answer); `answer_correct` is 1 when it is the gold's kind, and
+  `no_plan_correct` / `needs_input_correct` are the same number over the requests whose gold is that
+  answer (so their means are "answered as gold says" rates);
+- the plan metrics above are computed only where the gold is a plan;
+- filler: an optional argument (one its tool's schema does not require) that the predicted plan writes
+  with a non-null value is *unsupported* when the aligned gold node (same alignment as above) does not
+  have that argument, whatever its value; every optional argument of an unaligned predicted node is
+  unsupported, and so is every one written where the gold answer is not a plan. Per request
+  `optional_written` and `optional_unsupported` are counted; the **filler rate** of a set is
+  Σ unsupported / Σ written over its requests (no rate when nothing optional was written). Arguments of
+  tools outside the catalog (e.g. `ask_user`) are not counted.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -126,3 +141,93 @@ def mean_scores(scores: Sequence[PlanScores]) -> dict[str, float]:
         return {}
     keys = ZERO.as_dict().keys()
     return {k: round(sum(s.as_dict()[k] for s in scores) / len(scores), 4) for k in keys}
+
+
+ASK_USER = "ask_user"
+COUNT_KEYS = ("optional_written", "optional_unsupported")
+ANSWER_KEYS = ("answer_correct", "no_plan_correct", "needs_input_correct")
+
+
+def answer_kind(plan: Plan | None, path: str = "") -> str:
+    """What the planner answered: "plan", "no_plan", "needs_input" or "none" (no valid answer)."""
+    if path in ("no_plan", "needs_input"):
+        return path
+    if plan is None:
+        return "none"
+    if any(node.tool == ASK_USER for node in plan.nodes):
+        return "needs_input"
+    return "plan" if plan.nodes else "no_plan"
+
+
+@dataclass(frozen=True)
+class Filler:
+    written: int  # optional arguments the predicted plan writes (non-null)
+    unsupported: int  # of those, the ones the aligned gold node does not have
+
+
+def filler(predicted: Plan | None, gold: Plan, required: Mapping[str, Collection[str]]) -> Filler:
+    """Optional arguments written and unsupported (module docstring); `required` maps each catalog tool
+    to its required argument names."""
+    if predicted is None:
+        return Filler(0, 0)
+    mapping = align(predicted, gold)
+    written = unsupported = 0
+    for node in predicted.nodes:
+        needed = required.get(node.tool)
+        if needed is None:
+            continue
+        aligned = gold.node(mapping[node.id]) if node.id in mapping else None
+        for name, value in node.args.items():
+            if name in needed or value is None:
+                continue
+            written += 1
+            unsupported += aligned is None or name not in aligned.args
+    return Filler(written, unsupported)
+
+
+def evaluate(
+    predicted: Plan | None,
+    gold: Plan,
+    *,
+    path: str = "",
+    expect: str = "plan",
+    required: Mapping[str, Collection[str]] | None = None,
+) -> dict[str, float]:
+    """Plan metrics (where the gold is a plan), the answer's correctness and the filler counts."""
+    kind = answer_kind(predicted, path)
+    out: dict[str, float] = score(predicted, gold).as_dict() if expect == "plan" else {}
+    out["answer_correct"] = float(kind == expect)
+    if expect in ("no_plan", "needs_input"):
+        out[f"{expect}_correct"] = float(kind == expect)
+    if required is not None:
+        counted = filler(predicted, gold, required)
+        out["optional_written"], out["optional_unsupported"] = float(counted.written), float(counted.unsupported)
+    return out
+
+
+def aggregate(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Means of every key over the rows that have it; the filler counts become `filler_rate`
+    (Σ unsupported / Σ written; absent when nothing optional was written)."""
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    out: dict[str, float] = {}
+    for key in keys:
+        if key in COUNT_KEYS:
+            continue
+        values = [row[key] for row in rows if key in row]
+        out[key] = round(sum(values) / len(values), 4)
+    written = sum(row.get("optional_written", 0.0) for row in rows)
+    if written:
+        out["filler_rate"] = round(sum(row.get("optional_unsupported", 0.0) for row in rows) / written, 4)
+    return out
+
+
+def required_arguments(tools: Iterable[Mapping[str, object]]) -> dict[str, frozenset[str]]:
+    """Tool name → required argument names, from OpenAI-format tool definitions."""
+    out: dict[str, frozenset[str]] = {}
+    for tool in tools:
+        function = tool.get("function")
+        if isinstance(function, Mapping):
+            parameters = function.get("parameters")
+            required = parameters.get("required", ()) if isinstance(parameters, Mapping) else ()
+            out[str(function.get("name"))] = frozenset(str(r) for r in required or ())
+    return out

@@ -4,9 +4,12 @@
 (offline, no engine) → benchmarks/results/grammar_compile.{json,md}.
 `python -m benchmarks.planner_bench offline` — no engine: reachability ceiling of the grammar, gold-tool
 recall@k of the embedding shortlist, and the model-free baselines → benchmarks/results/planner_offline.*
-`python -m benchmarks.planner_bench run [--sets glaive sgd] [--variants ...] [--engine-url URL]` — the
+`python -m benchmarks.planner_bench run [--sets glaive sgd apis] [--variants ...] [--engine-url URL]` — the
 planner on NESTFUL with a template-disjoint split (zero-shot, cross-domain and in-domain demonstrations)
 and the baselines in the same run, plus the travel/meeting set with its pack → benchmarks/results/planner.*
+`--sets apis` adds the realistic set over real REST APIs (benchmarks/apis.py): `apis-dev` (leave-one-out
+examples) and `apis-scored` (examples from dev); `offline --sets apis --out apis_baselines` gives its
+model-free baselines.
 Any data/spec pair in the NESTFUL format can be added with `--data FILE --spec FILE --name NAME`.
 `python -m benchmarks.planner_bench calibrate [--precision 0.9]` — the skeleton thresholds, chosen on the pools
 (benchmarks/skeleton_calibration.py; no engine) → benchmarks/results/skeleton_calibration.{json,md}
@@ -49,6 +52,10 @@ def embedder() -> CachedEmbedder:
 def eval_sets(args: argparse.Namespace) -> list[planner_eval.EvalSet]:
     sets = []
     for name in args.sets:
+        if name == "apis":  # the realistic set: its dev and scored halves (benchmarks/apis.py)
+            halves = planner_eval.load_apis_sets(limit=args.limit)
+            sets += [h for h in halves if args.on == "scored" or h.name == "apis-dev"]
+            continue
         sets.append(
             planner_eval.load_set(
                 name,
@@ -61,7 +68,12 @@ def eval_sets(args: argparse.Namespace) -> list[planner_eval.EvalSet]:
     if args.data and args.spec:
         sets.append(planner_eval.load_set(args.name, args.data, args.spec, seed=args.seed, limit=args.limit))
     if args.on == "pool":  # development: score the pool, never look at the scored half
-        sets = [planner_eval.EvalSet(s.name, [], s.pool[: args.limit or None], s.all_tools, s.split) for s in sets]
+        sets = [
+            s
+            if s.leave_one_out
+            else planner_eval.EvalSet(s.name, [], s.pool[: args.limit or None], s.all_tools, s.split, s.family)
+            for s in sets
+        ]
     return sets
 
 
@@ -85,7 +97,7 @@ async def offline(args: argparse.Namespace) -> dict[str, Any]:
         ]
         entry["baselines"] = [
             await planner_eval.proposal_only(data.scored, config, emb),
-            await planner_eval.nearest_copy(data.scored, data.pool, emb),
+            await planner_eval.nearest_copy(data.scored, data.pool, emb, leave_one_out=data.leave_one_out),
         ]
         every = (
             nestful.load_cases(data.name, path=nestful.data_path(data.name, args.root))
@@ -120,7 +132,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     key = existing_engine_key(load_settings())  # the engine's key, when it was started from this home
     async with standalone_planner_llm(args.engine_url, args.model, timeout_s=300, api_key=key) as llm:
         for data in sets:
-            others = [d for d in sets if d.name != data.name]
+            others = [d for d in sets if d.family != data.family]  # "cross-domain": another family's pool
             entry: dict[str, Any] = report["sets"].get(data.name) or {"split": data.split, "n": len(data.scored)}
             entry.setdefault("variants", [])
             report["sets"][data.name] = entry
@@ -165,12 +177,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 label, variant_config, demos = plans[key]
                 if (key == "cross" and not demos) or key in done:
                     continue
-                result = await planner_eval.run_planner(label, data.scored, variant_config, llm, emb, demos, data.name)
+                source = planner_eval.LeaveOneOut(demos, emb) if key == "indomain" and data.leave_one_out else None
+                result = await planner_eval.run_planner(
+                    label, data.scored, variant_config, llm, emb, demos, data.name, source=source
+                )
                 entry["variants"].append({"key": key, **result})
                 _write(report, stem)
             entry["baselines"] = [
                 await planner_eval.proposal_only(data.scored, config, emb),
-                await planner_eval.nearest_copy(data.scored, data.pool, emb),
+                await planner_eval.nearest_copy(data.scored, data.pool, emb, leave_one_out=data.leave_one_out),
             ]
             _write(report, stem)
         if args.travel and not (args.merge and "travel_meeting" in report["sets"]):
@@ -229,7 +244,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         ("run", "the planner on the engine"),
     ):
         cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("--sets", nargs="*", default=["glaive", "sgd"], help="NESTFUL files (glaive, sgd)")
+        cmd.add_argument(
+            "--sets",
+            nargs="*",
+            default=["glaive", "sgd"],
+            help="NESTFUL files (glaive, sgd) and/or apis (the realistic set's dev and scored halves)",
+        )
         cmd.add_argument("--root", type=Path, default=nestful.DEFAULT_ROOT, help="folder of the NESTFUL files")
         cmd.add_argument("--data", type=Path, help="another data file in the NESTFUL format")
         cmd.add_argument("--spec", type=Path, help="its spec file")

@@ -11,8 +11,14 @@ For each NESTFUL file (or any data/spec pair in the same format, `--data`/`--spe
   file's pool); baselines: unconstrained decoding, a bare one-shot JSON grammar, copy the nearest
   in-domain demonstration, and the planner's own rule-based proposal without the model.
 
-Accuracy of the model path counts only plans the model produced (path model/model_retry); plans from
-the rule-based fallback are reported separately as "final incl. fallback". Also reported: the share of
+The realistic set over real REST APIs (benchmarks/apis.py, `--sets apis`) comes as two sets: `apis-dev`
+(examples and nearest copies from the rest of dev, leave-one-out) and `apis-scored` (examples from dev);
+each request plans over its own 6 fixed candidates, and its gold may be a plan, "no plan" or "needs input".
+
+Accuracy of the model path counts only plans the model produced (path model/model_retry) or the
+planner's own no-plan / needs-input answers; plans from the rule-based fallback are reported separately
+as "final incl. fallback". Plan metrics are over the requests whose gold is a plan; answer correctness
+and the filler rate come beside them (benchmarks/metrics.py `evaluate`). Also reported: the share of
 gold literal values the grammar can produce (reachability ceiling), gold-tool recall@k of the embedding
 shortlist over the whole spec file, mean predicted vs gold plan length, and per-plan latency
 breakdown (engine calls, time to first token — grammar compile + prefill —, decode).
@@ -30,7 +36,7 @@ from typing import Any
 
 import jsonschema
 
-from benchmarks import metrics, nestful, splits
+from benchmarks import apis, metrics, nestful, splits
 from contract.demonstrations import Demonstration, DemonstrationSource
 from contract.plan import Plan, parse_reference
 from planner.catalog import ToolCatalog
@@ -48,6 +54,7 @@ from serving.stack import build_planner
 TODAY = date(2026, 12, 1)
 CANDIDATES = 6
 MODEL_PATHS = ("model", "model_retry")
+ANSWER_PATHS = ("no_plan", "needs_input")  # the planner's own answers that are not a plan
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,8 @@ class EvalCase:
     request: str
     gold: Plan
     tools: list[dict[str, Any]]  # the candidate catalog (OpenAI format)
+    expect: str = "plan"  # "plan" | "no_plan" | "needs_input"
+    needs_input: tuple[str, ...] = ()
 
 
 @dataclass
@@ -65,6 +74,8 @@ class EvalSet:
     scored: list[EvalCase]
     all_tools: list[dict[str, Any]]
     split: dict[str, Any]
+    family: str = "nestful"  # demonstrations "from another file" come from another family
+    leave_one_out: bool = False  # the pool holds the scored requests themselves (never shown their own)
 
 
 def load_set(name: str, data: Path, spec: Path, *, seed: int, limit: int | None) -> EvalSet:
@@ -84,8 +95,41 @@ def load_set(name: str, data: Path, spec: Path, *, seed: int, limit: int | None)
     return EvalSet(name, [case(c) for c in split.pool], scored, tools, split.describe())
 
 
+def load_apis_sets(*, limit: int | None) -> list[EvalSet]:
+    """The realistic set's two halves (raises benchmarks.apis.DocumentsMissing without the documents)."""
+    tools = apis.api_tools()
+
+    def case(c: apis.ApiCase) -> EvalCase:
+        return EvalCase(
+            c.id, c.request, Plan.model_validate(c.plan), apis.candidate_tools(c, tools), c.expect, c.needs_input
+        )
+
+    dev = [case(c) for c in apis.load_cases("dev")]
+    scored = [case(c) for c in apis.load_cases("scored")]
+    rule = "template-disjoint halves written with the set (benchmarks/datasets/apis/README.md)"
+
+    def split(pool: int, n: int) -> dict[str, Any]:
+        return {"pool": pool, "scored": n, "rule": rule}
+
+    every = [t for api in tools.values() for t in api]
+    return [
+        EvalSet("apis-dev", dev, dev[: limit or None], every, split(len(dev), len(dev)), "apis", leave_one_out=True),
+        EvalSet("apis-scored", dev, scored[: limit or None], every, split(len(dev), len(scored)), "apis"),
+    ]
+
+
 def pool_demos(cases: Sequence[EvalCase]) -> list[Demonstration]:
     return [Demonstration(c.request, c.gold.model_dump(exclude_none=True)) for c in cases]
+
+
+class LeaveOneOut:
+    """A pool as a demonstration source that never returns the request being planned."""
+
+    def __init__(self, demos: Sequence[Demonstration], embedder: CachedEmbedder) -> None:
+        self.inner = EmbeddingDemonstrations(demos, embedder)
+
+    def search(self, request: str, k: int, *, tenant: str | None) -> list[Demonstration]:
+        return [d for d in self.inner.search(request, k + 1, tenant=tenant) if d.request != request][:k]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,8 +177,8 @@ async def run_planner(
                 "completion_tokens": sum(c["completion_tokens"] for c in calls),
                 "tools_from": attempts[0].tools_from if attempts else None,
                 "first_error_layer": attempts[0].error_layer if attempts else None,
-                "model": _score(plan if path in MODEL_PATHS else None, case.gold),
-                "final": _score(plan, case.gold),
+                "model": _score(plan if path in MODEL_PATHS else None, case, path if path in ANSWER_PATHS else ""),
+                "final": _score(plan, case, path),
                 "nodes": len(plan.nodes) if plan is not None else 0,
                 "gold_nodes": len(case.gold.nodes),
                 "plan": plan.model_dump(exclude_none=True) if plan is not None else None,
@@ -145,8 +189,9 @@ async def run_planner(
     return summarise(label, rows)
 
 
-def _score(plan: Plan | None, gold: Plan) -> dict[str, float]:
-    return metrics.score(plan, gold).as_dict()
+def _score(plan: Plan | None, case: EvalCase, path: str = "") -> dict[str, float]:
+    required = metrics.required_arguments(case.tools)
+    return metrics.evaluate(plan, case.gold, path=path, expect=case.expect, required=required)
 
 
 def summarise(label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -160,7 +205,7 @@ def summarise(label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "variant": label,
         "n": n,
         "paths": paths,
-        "model_valid_rate": round(sum(paths.get(p, 0) for p in MODEL_PATHS) / n, 3) if n else None,
+        "model_valid_rate": round(sum(paths.get(p, 0) for p in (*MODEL_PATHS, *ANSWER_PATHS)) / n, 3) if n else None,
         "valid_rate_incl_fallback": round(sum(1 for r in rows if r["plan"] is not None) / n, 3) if n else None,
         "model_path": mean([r["model"] for r in rows]),
         "final_incl_fallback": mean([r["final"] for r in rows]),
@@ -179,9 +224,8 @@ def summarise(label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _mean_dict(scores: Sequence[dict[str, float]]) -> dict[str, float]:
-    if not scores:
-        return {}
-    return {k: round(statistics.fmean(s[k] for s in scores), 4) for k in scores[0]}
+    """Each metric over the rows that have it, the filler counts pooled into `filler_rate`."""
+    return metrics.aggregate(scores)
 
 
 def _percentile(ordered: Sequence[float], q: float) -> float | None:
@@ -193,14 +237,18 @@ def _percentile(ordered: Sequence[float], q: float) -> float | None:
 # ---------------------------------------------------------------------------------------------
 # baselines without the model
 # ---------------------------------------------------------------------------------------------
-async def nearest_copy(cases: Sequence[EvalCase], pool: Sequence[EvalCase], embedder: CachedEmbedder) -> dict[str, Any]:
-    index = EmbeddingDemonstrations(pool_demos(pool), embedder)
+async def nearest_copy(
+    cases: Sequence[EvalCase], pool: Sequence[EvalCase], embedder: CachedEmbedder, *, leave_one_out: bool = False
+) -> dict[str, Any]:
+    demos = pool_demos(pool)
+    index = LeaveOneOut(demos, embedder) if leave_one_out else EmbeddingDemonstrations(demos, embedder)
     rows = []
     for case in cases:
         found = index.search(case.request, 1, tenant=None)
         plan = Plan.model_validate(found[0].plan) if found else None
         rows.append(_static_row(case, plan, "copy"))
-    return summarise("baseline: copy the nearest in-domain demonstration (no model)", rows)
+    which = "the nearest other dev request" if leave_one_out else "the nearest in-domain demonstration"
+    return summarise(f"baseline: copy {which} (no model)", rows)
 
 
 async def proposal_only(cases: Sequence[EvalCase], config: PlannerConfig, embedder: CachedEmbedder) -> dict[str, Any]:
@@ -209,10 +257,12 @@ async def proposal_only(cases: Sequence[EvalCase], config: PlannerConfig, embedd
     for case in cases:
         catalog = ToolCatalog.from_openai(case.tools)
         selection = await selector.select(case.request, catalog, limit=config.prompt_max_tools)
+        plan: Plan | None = None
+        if selection.no_fit:  # the planner answers "no plan" here without calling the model
+            rows.append(_static_row(case, None, "no_plan"))
+            continue
         try:
-            plan: Plan | None = proposal_plan(
-                selection, extract(case.request, TODAY), catalog, max_nodes=config.max_nodes
-            )
+            plan = proposal_plan(selection, extract(case.request, TODAY), catalog, max_nodes=config.max_nodes)
         except FallbackError:
             plan = None
         rows.append(_static_row(case, plan, "fallback"))
@@ -220,10 +270,11 @@ async def proposal_only(cases: Sequence[EvalCase], config: PlannerConfig, embedd
 
 
 def _static_row(case: EvalCase, plan: Plan | None, path: str) -> dict[str, Any]:
-    score = _score(plan, case.gold)
+    path = path if plan is not None or path in ANSWER_PATHS else "none"
+    score = _score(plan, case, path)
     return {
         "id": case.id,
-        "path": path if plan is not None else "none",
+        "path": path,
         "latency_s": 0.0,
         "model": score,
         "final": score,

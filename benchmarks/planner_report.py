@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-KEYS = ("schema_valid", "node_f1", "edge_f1", "arg_name_f1", "arg_value_acc", "full_match")
+KEYS = (
+    "schema_valid",
+    "node_f1",
+    "edge_f1",
+    "arg_name_f1",
+    "arg_value_acc",
+    "full_match",
+    "filler_rate",
+    "answer_correct",
+    "no_plan_correct",
+    "needs_input_correct",
+)
 
 
 def _row(label: str, summary: dict[str, Any], key: str) -> str:
@@ -28,6 +39,13 @@ def _row(label: str, summary: dict[str, Any], key: str) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     lines = ["# Planner benchmark", ""]
+    lines += [
+        "Plan columns (node_f1 … full_match) are over the requests whose gold is a plan; answer_correct: share "
+        "answered with the gold's kind (plan / no plan / needs input); no_plan_correct, needs_input_correct: the "
+        "same over those golds; filler_rate: optional arguments written that the aligned gold node lacks / all "
+        "optional arguments written (benchmarks/metrics.py).",
+        "",
+    ]
     if report.get("kind") == "run":
         lines += [
             f"Engine {report.get('engine_url')} (`{report.get('model')}`, backend {report.get('backend')}), "
@@ -45,13 +63,17 @@ def markdown(report: dict[str, Any]) -> str:
     rule = "|" + "---|" * (11 + len(KEYS))
     for name, entry in report.get("sets", {}).items():
         lines += [f"## {name} (scored n = {entry.get('n')})", ""]
-        if "split" in entry:
+        if "split" in entry and "seed" in entry["split"]:
             split = entry["split"]
             lines += [
                 f"Split (seed {split['seed']}): pool {split['pool']} requests in {split['groups_pool']} groups, scored "
                 f"{split['scored']} in {split['groups_scored']} groups; {split['rule']}.",
                 "",
             ]
+        elif "split" in entry:
+            split = entry["split"]
+            lines += [f"Split: examples from {split['pool']} dev requests, {split['scored']} scored; {split['rule']}."]
+            lines.append("")
         lines += [header, rule]
         for variant in entry.get("variants", []):
             lines.append(_row(variant["variant"], variant, "model_path"))

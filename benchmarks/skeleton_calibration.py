@@ -126,14 +126,7 @@ def travel_pool() -> list[planner_eval.EvalCase]:
     ]
 
 
-class LeaveOneOut:
-    """A pool as a demonstration source that never returns the request being planned."""
-
-    def __init__(self, demos: Sequence[Demonstration], embedder: CachedEmbedder) -> None:
-        self.inner = EmbeddingDemonstrations(demos, embedder)
-
-    def search(self, request: str, k: int, *, tenant: str | None) -> list[Demonstration]:
-        return [d for d in self.inner.search(request, k + 1, tenant=tenant) if d.request != request][:k]
+LeaveOneOut = planner_eval.LeaveOneOut  # the pool as a demonstration source without the request itself
 
 
 async def model_without_skeleton(

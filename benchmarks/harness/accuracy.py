@@ -7,6 +7,10 @@ planned, scored with benchmarks.metrics and — on the demo domain — executed 
 Model and fallback are never mixed: the headline metrics of a variant count only plans of its primary
 path (model/model_retry/cache, or copy) over ALL n requests (any other request scores 0); fallback
 plans are scored on their own (`fallback_only`), and `final` gives what users get (all plans).
+Where a data set's gold can also be "no plan" or "needs input" (the realistic set), the plan metrics
+are means over the requests whose gold is a plan, and the answer metrics (`answer_correct`,
+`no_plan_correct`, `needs_input_correct`) and the filler rate come beside them (benchmarks/metrics.py);
+a no-plan or needs-input answer is the planner's own answer, so it counts on the primary path.
 Online mode (benchmarks/harness/online.py) reuses `run_dataset` and `online_windows` with feedback sent
 between requests.
 """
@@ -27,6 +31,8 @@ from benchmarks.harness.planners import PRIMARY_PATHS, Outcome, PlanSource
 from benchmarks.harness.stats import summarize
 
 PLAN_KEYS = ("schema_valid", "node_f1", "edge_f1", "arg_name_f1", "arg_value_acc", "full_match")
+ANSWER_KEYS = (*metrics.ANSWER_KEYS, "filler_rate")
+ANSWER_PATHS = frozenset({"no_plan", "needs_input"})  # the planner's answers that are not a plan
 EXEC_KEYS = ("exec_success", "exec_expected", "node_success", "expected_data")
 HEADLINE = ("schema_valid", "node_f1", "edge_f1", "arg_name_f1", "arg_value_acc", "full_match", "exec_success")
 Tick = Callable[[str], None]
@@ -57,14 +63,22 @@ class Row:
 
 
 async def score_outcome(
-    case: Case, outcome: Outcome, executor: PlanExecutor | None
+    case: Case,
+    outcome: Outcome,
+    executor: PlanExecutor | None,
+    required: Mapping[str, frozenset[str]] | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    final = metrics.score(outcome.plan, case.gold).as_dict()
-    if executor is not None:
+    """(scores of the variant's own path, scores of whatever came out); `required` (tool → required
+    arguments of the catalog the case planned over) adds the filler counts."""
+    final = metrics.evaluate(outcome.plan, case.gold, path=outcome.path, expect=case.expect, required=required)
+    if executor is not None and case.expect == "plan":
         final.update((await executor.score(case.request, outcome.plan, case.gold)).as_dict())
-    zero = {**metrics.ZERO.as_dict(), **(EXEC_ZERO.as_dict() if executor is not None else {})}
-    primary = final if outcome.path in PRIMARY_PATHS else zero
-    return primary, final
+    if outcome.path in PRIMARY_PATHS or outcome.path in ANSWER_PATHS:
+        return final, final
+    zero = metrics.evaluate(None, case.gold, expect=case.expect, required=required)
+    if executor is not None and case.expect == "plan":
+        zero.update(EXEC_ZERO.as_dict())
+    return zero, final
 
 
 async def run_dataset(
@@ -75,14 +89,19 @@ async def run_dataset(
     on_scored: Callable[[Case], Awaitable[None] | None] | None = None,
     index_size: Callable[[], int] | None = None,
     tick: Tick | None = None,
+    tools_of: Callable[[Case], list[dict[str, Any]] | None] | None = None,
 ) -> dict[str, list[Row]]:
-    """Every case through every source, case by case (so online mode can grow the index in between)."""
+    """Every case through every source, case by case (so online mode can grow the index in between);
+    `tools_of` gives the catalog a case plans over (for the filler counts; default: the case's own or
+    the data set's tools, else the demo catalog)."""
     rows: dict[str, list[Row]] = {name: [] for name in sources}
     for case in dataset.cases:
         size = index_size() if index_size else 0
+        tools = tools_of(case) if tools_of is not None else case.tools or dataset.tools
+        required = metrics.required_arguments(tools) if tools is not None else demo_required()
         for name, source in sources.items():
             outcome = await source.plan(case)
-            primary, final = await score_outcome(case, outcome, executor)
+            primary, final = await score_outcome(case, outcome, executor, required)
             rows[name].append(Row(case, outcome, primary, final, size))
             if tick:
                 tick(name)
@@ -91,21 +110,27 @@ async def run_dataset(
     return rows
 
 
+def demo_required() -> dict[str, frozenset[str]]:
+    """Required arguments of the demo domain's tools (what a case without its own catalog plans over)."""
+    from serving.stack import demo_catalog
+
+    return {tool.name: frozenset(tool.required) for tool in demo_catalog()}
+
+
 def _mean(rows: Sequence[Row], attr: str, keys: Sequence[str]) -> dict[str, float]:
+    """Each key's mean over the rows that have it (a plan metric is absent where the gold is no plan),
+    plus the pooled filler rate (metrics.aggregate)."""
     if not rows:
         return {}
-    return {
-        k: round(statistics.fmean(getattr(r, attr).get(k, 0.0) for r in rows), 4)
-        for k in keys
-        if k in getattr(rows[0], attr)
-    }
+    pooled = metrics.aggregate([getattr(r, attr) for r in rows])
+    return {k: pooled[k] for k in (*keys, *ANSWER_KEYS) if k in pooled}
 
 
 def summarize_variant(rows: Sequence[Row]) -> dict[str, Any]:
     """Flat numbers (for repeats and compare) plus paths, per-path means and latency."""
     n = len(rows)
     paths = Counter(r.outcome.path for r in rows)
-    keys = [k for k in (*PLAN_KEYS, *EXEC_KEYS) if rows and k in rows[0].final]
+    keys = [k for k in (*PLAN_KEYS, *EXEC_KEYS) if any(k in r.final for r in rows)]
     fallback = [r for r in rows if r.outcome.path == "fallback"]
     flat: dict[str, Any] = {
         "n": n,
@@ -135,7 +160,7 @@ def by_plan_size(rows: Sequence[Row]) -> dict[str, dict[str, float]]:
     buckets: dict[str, list[Row]] = {}
     for row in rows:
         buckets.setdefault(str(row.case.size) if row.case.size < 4 else "4+", []).append(row)
-    keys = [k for k in HEADLINE if rows and k in rows[0].primary]
+    keys = [k for k in HEADLINE if any(k in r.primary for r in rows)]
     return {size: {"n": len(sel), **_mean(sel, "primary", keys)} for size, sel in sorted(buckets.items())}
 
 
@@ -144,7 +169,7 @@ def online_windows(rows: Sequence[Row], window: int) -> list[dict[str, Any]]:
     keys = [
         k
         for k in ("node_f1", "edge_f1", "arg_value_acc", "full_match", "exec_success")
-        if rows and k in rows[0].primary
+        if any(k in r.primary for r in rows)
     ]
     out = []
     for start in range(0, len(rows), window):
@@ -175,6 +200,11 @@ def dataset_result(rows: Mapping[str, Sequence[Row]], *, online_window: int | No
 # ---------------------------------------------------------------------------------------------
 # One whole accuracy run: sources built per data set, repeats, online mode
 # ---------------------------------------------------------------------------------------------
+def own_tools(case: Case) -> list[dict[str, Any]] | None:
+    """The case's own candidate catalog (per-case data sets)."""
+    return case.tools
+
+
 @dataclass
 class AccuracyConfig:
     engine_url: str | None
@@ -226,6 +256,8 @@ async def run_accuracy(
             for dataset in datasets:
                 if dataset.demos_path is not None:
                     index = ExampleIndex(load_demonstrations(dataset.demos_path))
+                elif dataset.demonstrations is not None:
+                    index = ExampleIndex(dataset.demonstrations)
                 else:
                     index = ExampleIndex(
                         [(c.request, c.gold.model_dump()) for c in all_cases_of(dataset)], leave_one_out=True
@@ -235,9 +267,11 @@ async def run_accuracy(
                     if variant == "nn_copy":
                         sources[variant] = NearestCopy(index)
                     elif llm is not None:
-                        sources[variant] = ServicePlanner(build_service(base, dataset, variant, llm, index))
+                        service = build_service(base, dataset, variant, llm, index)
+                        sources[variant] = ServicePlanner(service, tools=own_tools if dataset.per_case_tools else None)
                     elif variant == "planner" and config.gateway_url:
-                        sources[variant] = GatewayPlanner(http, config.gateway_url, config.api_key, dataset.tools)
+                        catalog = own_tools if dataset.per_case_tools else dataset.tools
+                        sources[variant] = GatewayPlanner(http, config.gateway_url, config.api_key, catalog)
                     else:
                         skipped[variant] = "needs --engine-url (an in-process planner over the engine)"
                 executor = PlanExecutor(store_dir) if dataset.executable else None

@@ -13,7 +13,7 @@ import httpx
 import typer
 
 from benchmarks.harness import markdown, plots
-from benchmarks.harness.datasets import TRAVEL, Dataset, load_jsonl, load_nestful, sha256_file
+from benchmarks.harness.datasets import TRAVEL, Dataset, load_apis, load_jsonl, load_nestful, sha256_file
 from benchmarks.harness.report import compare_markdown, load_report, meta, write_report
 
 app = typer.Typer(help="Latency and plan-accuracy benchmarks with JSON/Markdown/PNG reports.", no_args_is_help=True)
@@ -48,17 +48,27 @@ def detect_model(url: str, api_key: str | None) -> str | None:
     return ids[0] if ids else None
 
 
+DATASETS = "travel, nestful-sgd, nestful-glaive, apis-dev, apis-scored or a .jsonl path"
+
+
 def load_dataset(spec: str, default_limit: int | None) -> Dataset:
-    """`travel[:N]`, `nestful-sgd[:N]`, `nestful-glaive[:N]` or `PATH.jsonl[:N]`."""
+    """`travel[:N]`, `nestful-sgd[:N]`, `nestful-glaive[:N]`, `apis-dev[:N]`, `apis-scored[:N]` or `PATH.jsonl[:N]`."""
+    from benchmarks.apis import DocumentsMissing
+
     name, _, limit_text = spec.rpartition(":") if spec.rsplit(":", 1)[-1].isdigit() else (spec, "", "")
     limit = int(limit_text) if limit_text else default_limit
     if name == "travel":
         return load_jsonl(TRAVEL, limit, name="travel_meeting")
     if name.startswith("nestful-"):
         return load_nestful(name.removeprefix("nestful-"), limit)
+    if name in ("apis-dev", "apis-scored"):
+        try:
+            return load_apis(name.removeprefix("apis-"), limit)
+        except DocumentsMissing as exc:
+            raise typer.BadParameter(str(exc)) from exc
     path = Path(name)
     if not path.is_file():
-        raise typer.BadParameter(f"no data set {name!r} (travel, nestful-sgd, nestful-glaive or a .jsonl path)")
+        raise typer.BadParameter(f"no data set {name!r} ({DATASETS})")
     return load_jsonl(path, limit)
 
 
@@ -140,7 +150,9 @@ def latency(
 @app.command()
 def accuracy(
     dataset: list[str] = typer.Option(
-        ["travel"], help="travel[:N] | nestful-sgd[:N] | nestful-glaive[:N] | PATH.jsonl[:N]. Repeatable."
+        ["travel"],
+        help="travel[:N] | nestful-sgd[:N] | nestful-glaive[:N] | apis-dev[:N] | apis-scored[:N] | PATH.jsonl[:N]. "
+        "Repeatable.",
     ),
     limit: int | None = typer.Option(None, help="Requests per data set when the spec gives no :N."),
     engine_url: str | None = typer.Option(None, help="vLLM URL: plan in-process with PlannerService (all variants)."),

@@ -1,8 +1,11 @@
-"""Data sets of requests with gold plans: the project's jsonl format and NESTFUL (via benchmarks.nestful).
+"""Data sets of requests with gold plans: the project's jsonl format, NESTFUL (via benchmarks.nestful) and
+the realistic set over real REST APIs (via benchmarks.apis).
 
-A `Dataset` says what it plans over: `tools` (OpenAI format; None = the demo domain's own catalog),
-whether its plans can be executed on the demo tools, the date its requests treat as today, and the
-SHA-256 of every file it was read from (recorded in reports).
+A `Dataset` says what it plans over: `tools` (OpenAI format; None = the demo domain's own catalog) or,
+when `per_case_tools`, each case's own candidate tools (`Case.tools`); whether its plans can be executed
+on the demo tools, the date its requests treat as today, and the SHA-256 of every file it was read from
+(recorded in reports). A case's `expect` is what the right answer is: a plan (the gold plan), no plan,
+or a request for the missing values (`needs_input`, "tool.argument" each).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from benchmarks import nestful
+from benchmarks import apis, nestful
 from contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +31,10 @@ class Case:
     id: str
     request: str
     gold: Plan
+    expect: str = "plan"  # "plan" | "no_plan" | "needs_input"
+    needs_input: tuple[str, ...] = ()
+    tools: list[dict[str, Any]] | None = field(default=None, compare=False)  # the case's own candidates
+    split: str | None = None  # the realistic set's half: "dev" | "scored"
 
     @property
     def size(self) -> int:
@@ -44,17 +51,24 @@ class Dataset:
     hashes: dict[str, str] = field(default_factory=dict)
     demos_path: Path | None = None  # "training" requests for examples / nearest copy; None = leave-one-out
     total: int = 0  # cases in the file before --limit
+    per_case_tools: bool = False  # every case plans over its own `Case.tools`
+    demonstrations: list[tuple[str, dict[str, Any]]] | None = None  # examples / nearest copy, when not leave-one-out
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "n": len(self.cases),
             "of": self.total,
-            "tools": len(self.tools) if self.tools is not None else "demo registry",
+            "tools": len(self.tools)
+            if self.tools is not None
+            else "6 candidates per request (its own + distractors)"
+            if self.per_case_tools
+            else "demo registry",
             "executable": self.executable,
             "today": self.today.isoformat() if self.today else None,
             "sha256": self.hashes,
             "plan_sizes": dict(sorted(Counter(c.size for c in self.cases).items())),
+            "answers": dict(sorted(Counter(c.expect for c in self.cases).items())),
         }
 
 
@@ -106,11 +120,46 @@ def load_nestful(split: str, limit: int | None = None, root: Path = nestful.DEFA
     )
 
 
+def load_apis(split: str, limit: int | None = None, data: Path = apis.DATA) -> Dataset:
+    """A half of the realistic set (`dev`, `scored`): each case over its own 6 candidate tools (the API's
+    documents imported by serving.toolsets); the scored half's examples and nearest copies come from dev
+    (never from its own requests), the dev half's leave-one-out. Raises apis.DocumentsMissing."""
+    tools = apis.api_tools(data)
+    every = [_api_case(c, tools) for c in apis.load_cases(split, data)]
+    dev = [(c.request, c.plan) for c in apis.load_cases("dev", data)] if split == "scored" else None
+    files = [data / "requests.jsonl", data / "sources.json", *apis.document_paths(data).values()]
+    return Dataset(
+        name=f"apis-{split}",
+        cases=every[:limit] if limit else every,
+        tools=None,
+        executable=False,
+        today=apis.today(data),
+        hashes={_label(p): sha256_file(p) for p in files},
+        total=len(every),
+        per_case_tools=True,
+        demonstrations=dev,
+    )
+
+
+def _api_case(case: apis.ApiCase, tools: dict[str, list[dict[str, Any]]]) -> Case:
+    return Case(
+        case.id,
+        case.request,
+        Plan.model_validate(case.plan),
+        expect=case.expect,
+        needs_input=case.needs_input,
+        tools=apis.candidate_tools(case, tools),
+        split=case.split,
+    )
+
+
 def all_cases_of(dataset: Dataset, root: Path = nestful.DEFAULT_ROOT) -> list[Case]:
     """Every case of a NESTFUL split (not just the first --limit): the leave-one-out example pool."""
     if dataset.name.startswith("nestful-"):
         split = dataset.name.removeprefix("nestful-")
         return [Case(c.id, c.request, Plan.model_validate(c.plan)) for c in nestful.load_cases(split, root)]
+    if dataset.name.startswith("apis-"):
+        return load_apis(dataset.name.removeprefix("apis-")).cases
     return list(dataset.cases)
 
 

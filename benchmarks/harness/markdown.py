@@ -32,6 +32,10 @@ ACC_COLUMNS = (
     "full_match",
     "exec_success",
     "exec_expected",
+    "filler_rate",
+    "answer_correct",
+    "no_plan_correct",
+    "needs_input_correct",
 )
 
 
@@ -118,7 +122,11 @@ def accuracy_markdown(report: Mapping[str, Any], plots: list[str]) -> str:
         + "Metric columns count ONLY the variant's own path (model / model_retry, or the copy) over ALL n requests: "
         "a request answered by the fallback planner or not at all scores 0 there. Fallback plans are scored on "
         "their own row. exec_success: share of plans with ≥ 90% of nodes succeeding on the demo tools; "
-        "exec_expected: ≥ 90% of the gold nodes' outputs reproduced exactly.",
+        "exec_expected: ≥ 90% of the gold nodes' outputs reproduced exactly. Where a set's gold can be 'no plan' "
+        "or 'needs input', the plan columns are over the requests whose gold is a plan; answer_correct is the "
+        "share answered with the gold's kind (plan / no plan / needs input), no_plan_correct and "
+        "needs_input_correct the same over those golds; filler_rate = optional arguments written that the "
+        "aligned gold node lacks / all optional arguments written (benchmarks/metrics.py).",
         "",
     ]
     for name, variants in report["summary"].items():
@@ -208,11 +216,15 @@ def _online(first: Mapping[str, Any], variants: Mapping[str, Any], online: Mappi
         windows = first[v].get("online") or []
         if not windows:
             continue
-        keys = [k for k in windows[0] if k not in ("requests", "index_size", "n")]
+        keys = list(dict.fromkeys(k for w in windows for k in w if k not in ("requests", "index_size", "n")))
         lines += [f"*{v}*", "", "| requests | accepted | " + " | ".join(keys) + " |", "|---" * (2 + len(keys)) + "|"]
         lines += [
-            f"| {w['requests']} | {w['index_size']} | " + " | ".join(f"{w[k]:.3f}" for k in keys) + " |"
+            f"| {w['requests']} | {w['index_size']} | " + " | ".join(_cell(w.get(k)) for k in keys) + " |"
             for w in windows
         ]
         lines.append("")
     return lines
+
+
+def _cell(value: Any) -> str:
+    return "–" if value is None else f"{value:.3f}"

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -34,8 +33,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from benchmarks import splits
-from benchmarks.harness.accuracy import PLAN_KEYS, Row, dataset_result, run_dataset
+from benchmarks import metrics, splits
+from benchmarks.harness.accuracy import ANSWER_KEYS, PLAN_KEYS, Row, dataset_result, run_dataset
 from benchmarks.harness.datasets import Case, Dataset
 from benchmarks.harness.planners import Outcome, PlanSource, ServicePlanner, patiently, planner_config
 from contract.plan import Plan
@@ -75,11 +74,15 @@ def build_stream(datasets: Sequence[Dataset], *, seed: int, requests: int | None
             half.update({c.id: "scored" for c in split.scored} | {c.id: "pool" for c in split.pool})
         for case in data.cases:
             gold_tools = [n.tool for n in case.gold.nodes]
-            tools[case.id] = (
-                None
-                if data.tools is None
-                else splits.candidate_tools(gold_tools, data.tools, size=CANDIDATES, key=case.id)
-            )
+            if case.tools is not None:  # the realistic set: its own candidates and its own split
+                tools[case.id] = case.tools
+                half[case.id] = "pool" if case.split == "dev" else "scored"
+            else:
+                tools[case.id] = (
+                    None
+                    if data.tools is None
+                    else splits.candidate_tools(gold_tools, data.tools, size=CANDIDATES, key=case.id)
+                )
             half.setdefault(case.id, "-")
             cases.append(case)
     random.Random(seed).shuffle(cases)
@@ -92,7 +95,9 @@ def build_stream(datasets: Sequence[Dataset], *, seed: int, requests: int | None
 
 def describe(stream: Stream) -> dict[str, Any]:
     info = stream.dataset.describe()
-    info["tools"] = f"{CANDIDATES} candidates per NESTFUL request (its own + distractors), the registry for travel"
+    info["tools"] = (
+        f"{CANDIDATES} candidates per NESTFUL or realistic-set request (its own + distractors), the registry for travel"
+    )
     info["halves"] = dict(sorted(Counter(stream.half[c.id] for c in stream.dataset.cases).items()))
     return info
 
@@ -134,6 +139,7 @@ class FeedbackLoop:
     plan_ids: dict[str, str] = field(default_factory=dict)
     rejected: list[dict[str, str]] = field(default_factory=list)
     imported: int = 0
+    not_plans: int = 0  # requests whose right answer is no plan or a question: no feedback sent
 
     async def remember(self, case: Case, result: PlanResult) -> None:
         await self.stack.demonstrations.remember(TENANT, case.request, self.stream.tools_of(case), result)
@@ -143,6 +149,9 @@ class FeedbackLoop:
         service = self.stack.demonstrations
         gold = case.gold.model_dump(exclude_none=True)
         plan_id = self.plan_ids.pop(case.id, None)
+        if case.expect != "plan":  # the right answer was "no plan" / "ask": there is no plan to teach
+            self.not_plans += 1
+            return
         try:
             if plan_id is not None:
                 await service.feedback(TENANT, plan_id, Feedback(accepted=None, corrected_plan=gold))
@@ -198,6 +207,7 @@ async def run_online(
             on_scored=loop.send,
             index_size=loop.accepted,
             tick=lambda _: progress.advance(task),
+            tools_of=stream.tools_of,
         )
         result = dataset_result(rows, online_window=window)
         result["example_index"] = {"backend": "retrieval.memory.TenantMemory (FAISS, MiniLM)", "size_at_start": 0}
@@ -208,6 +218,7 @@ async def run_online(
             "after": after,
             "accepted": loop.accepted(),
             "imported_without_plan_id": loop.imported,
+            "no_feedback_not_a_plan": loop.not_plans,
             "rejected": loop.rejected,
             "after_target": {name: after_target(rows[name], stream, after) for name in sources},
         }
@@ -266,5 +277,6 @@ def after_target(rows: Sequence[Row], stream: Stream, after: int) -> dict[str, A
 
 
 def _means(rows: Sequence[Row]) -> dict[str, Any]:
-    keys = [k for k in PLAN_KEYS if rows and k in rows[0].primary]
-    return {"n": len(rows), **{k: round(statistics.fmean(r.primary[k] for r in rows), 4) for k in keys}}
+    """Each metric over the rows that have it (plan metrics where the gold is a plan), filler pooled."""
+    pooled = metrics.aggregate([r.primary for r in rows])
+    return {"n": len(rows), **{k: pooled[k] for k in (*PLAN_KEYS, *ANSWER_KEYS) if k in pooled}}

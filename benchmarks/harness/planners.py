@@ -72,7 +72,7 @@ def planner_config(base: PlannerConfig, dataset: Dataset, variant: str) -> Plann
     """The production config (settings.planner) for one benchmark variant: no plan cache, the data
     set's `today`; `unconstrained` = no grammar, one attempt, no fallback (the decoding baseline)."""
     update: dict[str, Any] = {"cache_ttl_s": 0.0, "today": dataset.today or base.today or date.today()}
-    if dataset.tools is not None:  # long external specs: a 6-tool shortlist leaves room for 2 examples
+    if dataset.tools is not None or dataset.per_case_tools:  # long external specs: room for 2 examples
         update["prompt_max_tools"] = min(base.prompt_max_tools, 6)
     if variant == "unconstrained":
         update.update(strategy="unconstrained", max_retries=0, fallback_enabled=False)
@@ -84,7 +84,12 @@ def build_service(
 ) -> PlannerService:
     from serving.stack import build_planner
 
-    catalog = demo_domain_catalog() if dataset.tools is None else ToolCatalog.from_openai(dataset.tools)
+    if dataset.per_case_tools and dataset.cases and dataset.cases[0].tools:  # each request sends its own
+        catalog = ToolCatalog.from_openai(dataset.cases[0].tools)
+    elif dataset.tools is not None:
+        catalog = ToolCatalog.from_openai(dataset.tools)
+    else:
+        catalog = demo_domain_catalog()
     return build_planner(planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos)
 
 
@@ -117,7 +122,7 @@ class ServicePlanner:
             return Outcome(None, "failed", time.perf_counter() - start, tokens, len(exc.attempts), exc.reason[:300])
         return Outcome(
             result.plan,
-            result.path if result.plan is not None else "no_plan",
+            result.path if result.plan is not None or result.path == "needs_input" else "no_plan",
             time.perf_counter() - start,
             result.usage["completion_tokens"],
             len(result.attempts),
@@ -126,9 +131,16 @@ class ServicePlanner:
 
 
 class GatewayPlanner:
-    """`POST {gateway}/v1/plans` with the data set's tools (OpenAI format) when it has its own."""
+    """`POST {gateway}/v1/plans` with the data set's tools (OpenAI format) when it has its own, or each
+    case's own (`tools` a function of the case)."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str, api_key: str | None, tools: list[dict[str, Any]] | None):
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        api_key: str | None,
+        tools: list[dict[str, Any]] | Callable[[Case], list[dict[str, Any]] | None] | None,
+    ):
         self.http = http
         self.url = url.rstrip("/") + "/v1/plans"
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -136,8 +148,9 @@ class GatewayPlanner:
 
     async def plan(self, case: Case) -> Outcome:
         body: dict[str, Any] = {"request": case.request}
-        if self.tools is not None:
-            body["tools"] = self.tools
+        tools = self.tools(case) if callable(self.tools) else self.tools
+        if tools is not None:
+            body["tools"] = tools
         start = time.perf_counter()
         try:
             response = await self.http.post(self.url, json=body, headers=self.headers)

@@ -38,9 +38,12 @@ class HttpBinding(BaseModel):
     path: str = Field(min_length=1, max_length=2048, description="Path template under the base URL, {name} variables.")
     arguments: tuple[ArgumentBinding, ...] = ()
     body: Literal["none", "properties", "whole"] = Field(
-        "none", description="No body; a JSON object built from the `body` arguments; or one argument that is the body."
+        default="none",
+        description="No body; a JSON object built from the `body` arguments; or one argument that is the body.",
     )
-    operation_id: str | None = Field(None, max_length=256, description="The operationId as the document wrote it.")
+    operation_id: str | None = Field(
+        default=None, max_length=256, description="The operationId as the document wrote it."
+    )
 
     @property
     def idempotent(self) -> bool:

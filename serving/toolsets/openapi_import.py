@@ -1,0 +1,369 @@
+"""Import an OpenAPI 3.0/3.1 document: every operation with an `operationId` becomes a tool and its binding.
+
+`import_openapi(text)` → `OpenApiImport` whose `tools` are `ImportedTool(tool, binding)`: `tool` is
+an OpenAI-format function (`name`, `description`, `parameters`, and the planstack extension
+`output_schema` that makes output fields referencable in plans; planner/catalog.py), `binding` the
+`executors.sources.http_binding.HttpBinding` the HTTP caller builds the request from. CPU-bound and
+synchronous: callers on an event loop run it in a worker thread (measured on this 2-core machine: the
+0.9 MB Adyen Checkout document, 28 operations, imports in about 3 s, most of it the spec validator and
+the planner's own schema checks; a 0.7 MB, 118-operation Intercom document in about 4 s).
+
+Conventions (the HTTP caller and the benchmark data rely on them):
+- path, query and header parameters become arguments under their own names; a name that is not a
+  valid argument name (`Intercom-Version`, `filter[status]`) is written with `_` for each other
+  character, and the binding keeps the name on the wire. Skipped: cookie parameters, the
+  `Authorization` header, and parameters that an `apiKey` security scheme declares (credentials come
+  from the toolset, never from a plan). Operation-level parameters override path-level ones.
+- a JSON request body (`application/json` or `*+json`) whose schema is an object with properties has
+  each property as an argument (location `body`; `readOnly` properties skipped); a property named
+  like a parameter becomes `body_<name>`. Any other JSON body is one argument `body` (`body: whole`).
+  An operation whose only body is not JSON is imported without a body when the body is optional,
+  and skipped (listed in `skipped`) when it is required. A body whose properties would take the tool
+  past `ImportLimits.max_arguments` (the planner's catalog limit) stays whole, one argument `body`.
+- required arguments: the required parameters (path parameters always), plus the body's required
+  properties when the request body is required.
+- the tool name is the operationId with every character outside `[A-Za-z0-9_-]` replaced by `_`,
+  cut to 64 characters (camelCase kept as written; `op_` in front when it does not start with a
+  letter; `_2`, `_3`… on a clash); the description is the summary and the description, bounded.
+- each argument's description keeps what the document declares: its description, `format` (date,
+  date-time…), allowed values, default, example and bounds (openapi_schema.describe_argument).
+- the output schema is the schema of the first 2xx response with JSON content.
+
+Bounds (`ImportLimits`): bytes, operations, arguments per tool, `$ref` expansions and depth, schema
+objects after expansion; past one the whole document is refused with `OpenApiInvalidError` (400,
+`openapi_invalid`) naming the first problems. Each tool is then checked by the planner's own catalog
+validation; where its output or argument schemas are too deep or too large for it, the deepest
+levels are cut to their types until it fits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from executors.sources.http_binding import ArgumentBinding, HttpBinding
+from planner.catalog import (
+    ARG_NAME_RE,
+    MAX_DESCRIPTION,
+    MAX_SCHEMA_DEPTH,
+    MAX_SCHEMA_NODES,
+    CatalogError,
+    ToolCatalog,
+)
+from serving.toolsets.openapi_load import ImportLimits, OpenApiInvalidError, parse_document, validate_document
+from serving.toolsets.openapi_schema import Schema, SchemaConverter, as_object, clip, describe_argument
+
+BodyMode = Literal["none", "properties", "whole"]
+METHODS = ("get", "put", "post", "patch", "delete", "head")
+TOOL_DESCRIPTION_CHARS = 600
+ARGUMENT_DEPTHS = (4, 3, 2, 1, 0)  # levels of structure kept in argument schemas, deepest first
+OUTPUT_DEPTHS = (3, 2, 1, 0)
+_NOT_TOOL_CHAR = re.compile(r"[^A-Za-z0-9_-]")
+_NOT_ARG_CHAR = re.compile(r"[^A-Za-z0-9_]")
+
+
+@dataclass(frozen=True)
+class ImportedTool:
+    tool: dict[str, Any]
+    binding: HttpBinding
+
+    @property
+    def name(self) -> str:
+        return str(self.tool["function"]["name"])
+
+
+@dataclass(frozen=True)
+class OpenApiImport:
+    title: str
+    version: str  # the document's `openapi` version, "3.0" or "3.1"
+    servers: tuple[str, ...]
+    tools: tuple[ImportedTool, ...]
+    skipped: tuple[str, ...] = field(default=())  # operations not imported, each with its reason
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return [t.tool for t in self.tools]
+
+
+def import_openapi(text: str | bytes, limits: ImportLimits | None = None) -> OpenApiImport:
+    """Parse, validate and convert a document; raises OpenApiInvalidError."""
+    limits = limits or ImportLimits()
+    document = parse_document(text, limits)
+    version = validate_document(document, limits)
+    return _Importer(document, version, limits).run()
+
+
+@dataclass
+class _Argument:
+    name: str
+    schema: Schema
+    required: bool
+    binding: ArgumentBinding
+
+
+class _Importer:
+    def __init__(self, document: dict[str, Any], version: str, limits: ImportLimits) -> None:
+        self.document = document
+        self.version = version
+        self.limits = limits
+        self.schemas = SchemaConverter(document, version, limits)
+        self.credentials = _credential_parameters(document)
+        self.names: set[str] = set()
+
+    def run(self) -> OpenApiImport:
+        operations = list(self._operations())
+        with_id = [op for op in operations if isinstance(op[2].get("operationId"), str)]
+        if len(with_id) > self.limits.max_operations:
+            raise OpenApiInvalidError([f"{len(with_id)} operations, at most {self.limits.max_operations}"])
+        skipped = [
+            f"{method.upper()} {path}: no operationId"
+            for path, method, op, _ in operations
+            if not isinstance(op.get("operationId"), str)
+        ]
+        tools: list[ImportedTool] = []
+        for path, method, operation, shared in with_id:
+            try:
+                tools.append(self._tool(path, method, operation, shared))
+            except _Skip as why:
+                skipped.append(f"{method.upper()} {path} ({operation['operationId']}): {why}")
+        info = as_object(self.document.get("info"))
+        servers = tuple(
+            str(s["url"])
+            for s in self.document.get("servers") or []
+            if isinstance(s, dict) and isinstance(s.get("url"), str)
+        )
+        return OpenApiImport(clip(info.get("title"), 200), self.version, servers, tuple(tools), tuple(skipped))
+
+    def _operations(self) -> Iterator[tuple[str, str, dict[str, Any], list[Any]]]:
+        for path, entry in as_object(self.document.get("paths")).items():
+            item = as_object(self.schemas.deref(entry, ())[0])
+            shared = item["parameters"] if isinstance(item.get("parameters"), list) else []
+            for method in METHODS:
+                if isinstance(item.get(method), dict):
+                    yield str(path), method, item[method], shared
+
+    # -- one operation ---------------------------------------------------------------------
+    def _tool(self, path: str, method: str, operation: dict[str, Any], shared: list[Any]) -> ImportedTool:
+        operation_id = str(operation["operationId"])
+        name = self._tool_name(operation_id)
+        for arg_depth, out_depth in zip(ARGUMENT_DEPTHS, (*OUTPUT_DEPTHS, 0), strict=True):
+            arguments, body_mode = self._arguments(operation, shared, arg_depth)
+            output = self._output(operation, out_depth)
+            tool = self._openai_tool(name, operation, arguments, output)
+            if arg_depth and not _fits_catalog(tool):
+                continue  # cheap pre-check; the catalog's own validation below decides
+            problems = _catalog_problems(tool)
+            if not problems:
+                break
+        else:
+            raise OpenApiInvalidError([f"{operation_id}: {p}" for p in problems])
+        binding = HttpBinding(
+            method=method.upper(),  # type: ignore[arg-type]
+            path=path,
+            arguments=tuple(a.binding for a in arguments),
+            body=body_mode,
+            operation_id=operation_id[:256],
+        )
+        self.names.add(name)
+        return ImportedTool(tool, binding)
+
+    def _tool_name(self, operation_id: str) -> str:
+        base = _NOT_TOOL_CHAR.sub("_", operation_id)
+        if not base[:1].isalpha():
+            base = "op_" + base
+        base = base[:64]
+        name, n = base, 2
+        while name in self.names:
+            suffix = f"_{n}"
+            name, n = base[: 64 - len(suffix)] + suffix, n + 1
+        return name
+
+    def _openai_tool(
+        self, name: str, operation: dict[str, Any], arguments: list[_Argument], output: Schema | None
+    ) -> dict[str, Any]:
+        summary = clip(operation.get("summary"), TOOL_DESCRIPTION_CHARS)
+        details = clip(operation.get("description"), TOOL_DESCRIPTION_CHARS)
+        if summary and details and not details.startswith(summary.rstrip(".")):
+            text = f"{summary.rstrip('.')}. {details}"
+        else:
+            text = details or summary
+        if operation.get("deprecated") is True:
+            text = "Deprecated. " + text
+        properties = {a.name: {**a.schema, "description": describe_argument(a.schema)} for a in arguments}
+        for arg in properties.values():
+            if not arg["description"]:
+                del arg["description"]
+        parameters: Schema = {"type": "object", "properties": properties}
+        required = [a.name for a in arguments if a.required]
+        if required:
+            parameters["required"] = required
+        function: dict[str, Any] = {
+            "name": name,
+            "description": clip(text, min(TOOL_DESCRIPTION_CHARS, MAX_DESCRIPTION)),
+            "parameters": parameters,
+        }
+        if output is not None:
+            function["output_schema"] = output
+        return {"type": "function", "function": function}
+
+    def _arguments(self, operation: dict[str, Any], shared: list[Any], depth: int) -> tuple[list[_Argument], BodyMode]:
+        declared: dict[tuple[str, str], dict[str, Any]] = {}
+        for entry in [*shared, *(operation.get("parameters") or [])]:
+            param, trail, _ = self.schemas.deref(entry, ())
+            if isinstance(param, dict) and isinstance(param.get("name"), str) and isinstance(param.get("in"), str):
+                declared[(param["in"], param["name"])] = {**param, "_trail": trail}
+        arguments: list[_Argument] = []
+        taken: set[str] = set()
+        for (location, wire), param in declared.items():
+            if location not in ("path", "query", "header"):
+                continue
+            credential = (location, wire.lower()) in self.credentials
+            if credential or (location == "header" and wire.lower() == "authorization"):
+                continue
+            schema = self._parameter_schema(param, depth)
+            arg = _argument_name(wire, taken)
+            required = location == "path" or param.get("required") is True
+            if param.get("deprecated") is True:
+                schema["description"] = clip(f"Deprecated. {schema.get('description', '')}", 400)
+            where = ArgumentBinding(argument=arg, location=location, name=wire)  # type: ignore[arg-type]
+            arguments.append(_Argument(arg, schema, required, where))
+        body_mode = self._body(operation, depth, arguments, taken)
+        if len(arguments) > self.limits.max_arguments:
+            raise OpenApiInvalidError(
+                [f"{operation['operationId']}: {len(arguments)} arguments, at most {self.limits.max_arguments}"]
+            )
+        return arguments, body_mode
+
+    def _parameter_schema(self, param: dict[str, Any], depth: int) -> Schema:
+        raw = param.get("schema")
+        if raw is None and isinstance(param.get("content"), dict):
+            media = next(iter(param["content"].values()), None)
+            raw = media.get("schema") if isinstance(media, dict) else None
+        with_docs = dict(raw) if isinstance(raw, dict) else {}  # beside a $ref: SchemaConverter.deref merges
+        if param.get("description"):
+            with_docs["description"] = param["description"]
+        if "example" in param and "example" not in with_docs:
+            with_docs["example"] = param["example"]
+        return self.schemas.convert(with_docs, output=False, depth=depth, trail=param["_trail"])
+
+    def _body(self, operation: dict[str, Any], depth: int, arguments: list[_Argument], taken: set[str]) -> BodyMode:
+        body, trail, _ = self.schemas.deref(operation.get("requestBody"), ())
+        if not isinstance(body, dict):
+            return "none"
+        media = _json_media(body.get("content"))
+        if media is None:
+            if body.get("required") is True:
+                raise _Skip("its required request body is not JSON")
+            return "none"
+        body_required = body.get("required") is True
+        raw, trail, _ = self.schemas.deref(media.get("schema"), trail)
+        if isinstance(raw, dict) and isinstance(raw.get("allOf"), list):
+            raw, trail = self.schemas._merge_all_of(raw, trail)
+        schema = self.schemas.convert(raw if raw is not None else {}, output=False, depth=depth + 1, trail=trail)
+        props = schema.get("properties")
+        too_wide = isinstance(props, dict) and len(arguments) + len(props) > self.limits.max_arguments
+        if not isinstance(props, dict) or not props or "anyOf" in schema or "oneOf" in schema or too_wide:
+            if body.get("description") and not schema.get("description"):
+                schema["description"] = clip(body["description"], 300)
+            arg = _argument_name("body", taken)
+            whole = ArgumentBinding(argument=arg, location="body", name="")
+            arguments.append(_Argument(arg, schema, body_required, whole))
+            return "whole"
+        wanted = set(schema.get("required", [])) if body_required else set()
+        for wire, sub in props.items():
+            arg = _argument_name(wire, taken, prefix="body_")
+            where = ArgumentBinding(argument=arg, location="body", name=wire)
+            arguments.append(_Argument(arg, sub, wire in wanted, where))
+        return "properties"
+
+    def _output(self, operation: dict[str, Any], depth: int) -> Schema | None:
+        responses = as_object(operation.get("responses"))
+        for code in sorted(str(c) for c in responses):
+            if not (code.startswith("2") and len(code) == 3):
+                continue
+            response, trail, _ = self.schemas.deref(responses[code], ())
+            media = _json_media(response.get("content")) if isinstance(response, dict) else None
+            if media is not None and media.get("schema") is not None:
+                return self.schemas.convert(media["schema"], output=True, depth=depth, trail=trail)
+        return None
+
+
+class _Skip(Exception):
+    """This operation cannot become a tool; the document is still imported."""
+
+
+def _json_media(content: Any) -> dict[str, Any] | None:
+    if not isinstance(content, dict):
+        return None
+    for media_type, media in content.items():
+        kind = media_type.split(";")[0].strip().lower()
+        if (kind == "application/json" or kind.endswith("+json")) and isinstance(media, dict):
+            return media
+    return None
+
+
+def _argument_name(wire: str, taken: set[str], prefix: str = "") -> str:
+    """A catalog-valid, unused argument name for a name on the wire (`prefix` first on a clash)."""
+    base = _NOT_ARG_CHAR.sub("_", wire) or "arg"
+    if not (base[0].isalpha() or base[0] == "_"):
+        base = "_" + base
+    base = base[:64]
+    name = base if base not in taken else (prefix + base)[:64] if prefix else base
+    n = 2
+    while name in taken or not ARG_NAME_RE.match(name):
+        suffix = f"_{n}"
+        name, n = base[: 64 - len(suffix)] + suffix, n + 1
+    taken.add(name)
+    return name
+
+
+def _credential_parameters(document: dict[str, Any]) -> set[tuple[str, str]]:
+    """(location, lowercased name) of every parameter an `apiKey` security scheme declares."""
+    schemes = as_object(as_object(document.get("components")).get("securitySchemes"))
+    found: set[tuple[str, str]] = set()
+    for scheme in schemes.values():
+        if isinstance(scheme, dict) and scheme.get("type") == "apiKey" and isinstance(scheme.get("name"), str):
+            found.add((str(scheme.get("in")), scheme["name"].lower()))
+    return found
+
+
+def _shape(schema: Any, depth: int = 0) -> tuple[int, int]:
+    """(depth, nodes) counted as the planner's catalog counts them (planner/catalog.py `_measure`)."""
+    if isinstance(schema, list):
+        shapes = [_shape(item, depth) for item in schema]
+        return max((d for d, _ in shapes), default=depth), sum(n for _, n in shapes)
+    if not isinstance(schema, dict):
+        return depth, 1
+    deepest, nodes = depth, 1
+    for key, value in schema.items():
+        if key in _UNCOUNTED:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            value = list(value.values())
+        d, n = _shape(value, depth + 1 if key in _NESTING else depth)
+        deepest, nodes = max(deepest, d), nodes + n
+    return deepest, nodes
+
+
+_UNCOUNTED = frozenset({"enum", "const", "default", "examples", "description", "title"})
+_NESTING = frozenset({"properties", "items", "anyOf", "oneOf", "allOf"})
+
+
+def _fits_catalog(tool: dict[str, Any]) -> bool:
+    function = tool["function"]
+    for schema in (function["parameters"], function.get("output_schema")):
+        if schema is not None:
+            depth, nodes = _shape(schema)
+            if depth > MAX_SCHEMA_DEPTH or nodes > MAX_SCHEMA_NODES:
+                return False
+    return True
+
+
+def _catalog_problems(tool: dict[str, Any]) -> list[str]:
+    """What the planner's catalog validation says about this one tool (nothing: it is accepted)."""
+    try:
+        ToolCatalog.from_openai([tool])
+    except CatalogError as exc:
+        return [p.removeprefix("tools[0].") for p in exc.problems]
+    return []
