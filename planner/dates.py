@@ -20,7 +20,7 @@ from typing import Any
 
 from planner.lexicon import Lexicon
 
-ISO_DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?\b")
+ISO_DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w:])")
 SLASH_DATE = re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b")
 TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*[AaPp]\.?[Mm]\b\.?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
 _ORD = r"(?:st|nd|rd|th)?"
@@ -181,8 +181,9 @@ class DateFormat:
     layout: str = ""
     declared: bool = True  # False: ISO 8601 by default, nothing was declared
 
-    def render(self, iso: str, clock: str | None = None) -> str | int | None:
-        """The date `iso` (and the time `clock`, HH:MM) in this format; None when it cannot be written."""
+    def render(self, iso: str, clock: str | None = None, zone: str = "") -> str | int | None:
+        """The date `iso` (and the time `clock`, HH:MM, at UTC offset `zone`: "Z", "+08:00" or "" when the
+        request states none) in this format; None when it cannot be written."""
         try:
             day = date.fromisoformat(iso[:10]) if iso else None
         except ValueError:
@@ -198,7 +199,7 @@ class DateFormat:
         if self.layout:
             return self._layout(moment, self.layout)
         if self.kind == "datetime":
-            return moment.strftime("%Y-%m-%dT%H:%M:%S")
+            return moment.strftime("%Y-%m-%dT%H:%M:%S") + zone
         return day.isoformat()
 
     @staticmethod
@@ -214,6 +215,20 @@ class DateFormat:
             return moment.strftime(table.get(key, word))
 
         return _TOKENS.sub(token, layout)
+
+
+_ZONE = re.compile(r"\b(?:UTC|GMT)\s*([+-]\d{1,2})(?::?(\d{2}))?|\b(UTC|GMT)\b")
+
+
+def stated_zone(text: str) -> str:
+    """The UTC offset a request states: "UTC"/"GMT" → "Z", "UTC+08:00" → "+08:00"; "" when none."""
+    m = _ZONE.search(text)
+    if m is None:
+        return ""
+    if m.group(3):
+        return "Z"
+    hours = int(m.group(1))
+    return f"{'+' if hours >= 0 else '-'}{abs(hours):02d}:{m.group(2) or '00'}"
 
 
 def declared_format(schema: dict[str, Any], kind_hint: str, lex: Lexicon) -> DateFormat | None:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from planner.argkinds import dateish, timeish
+from planner.argkinds import dateish, ordered_tokens, timeish
 from planner.catalog import ToolDef
 from planner.grammar import Upstream
 from planner.lexicon import lexicon, lexicon_for, weights
@@ -56,13 +56,18 @@ def _type_ok(candidate: Candidate, schema: dict[str, Any], arg: str) -> bool:
         return isinstance(candidate.value, dict)
     if kind == "boolean":
         return False
+    lex = lexicon("en")
+    if candidate.is_number and candidate.written:  # a count typed as text: "for 2 nights" → "2"
+        words = ordered_tokens(arg)
+        return kind in (None, "string") and len(words) > 1 and words[0] in lex.count_words
     if not candidate.is_string:
         return False
-    lex = lexicon("en")
     date_arg = dateish(arg, schema, lex)
     time_arg = timeish(arg, lex) and not date_arg
-    if candidate.kind in ("date", "datetime"):
+    if candidate.kind == "datetime":
         return date_arg or time_arg
+    if candidate.kind == "date":  # a day is not a clock
+        return date_arg
     if candidate.kind == "time":
         return time_arg
     return not date_arg or candidate.kind == "quoted"
@@ -189,6 +194,8 @@ def draft_args(
             continue
         if score < weights().draft["floor"] and arg not in required:
             continue
+        if isinstance(value, (int, float)) and (tool.properties.get(arg) or {}).get("type") == "string":
+            value = str(value)
         draft[arg] = value
         if index is not None:
             used.add(index)

@@ -30,9 +30,10 @@ from typing import Any
 
 from planner.argkinds import ArgKind, classify, ordered_tokens
 from planner.catalog import ToolDef
-from planner.dates import DateFormat
+from planner.dates import DateFormat, stated_zone
 from planner.grammar import Upstream, fits
 from planner.lexicon import lexicon, weights
+from planner.lookups import description_keywords
 from planner.values import Candidate, RequestValues, name_tokens, role_match
 
 _ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
@@ -108,7 +109,7 @@ class NodeEvidence:
         if kind.kind == "boolean":
             return self._flag(arg, kind, required, same)
         if kind.is_identifier or kind.kind in ("email", "url", "phone"):
-            return self._shaped(arg, kind, required, same)
+            return self._shaped(arg, kind, required, same, description_keywords(schema) if kind.is_identifier else [])
         if kind.kind in ("number", "integer"):
             return self._number(arg, schema, kind, required, same)
         if required:
@@ -150,9 +151,11 @@ class NodeEvidence:
             forms.append(fmt.render("", c.iso) if fmt.kind == "time" else None)
             return forms
         clock = c.value[11:16] if c.kind == "datetime" else (self._clock(c) if fmt.kind != "date" else None)
-        if not fmt.declared and c.value != c.iso and (c.kind == "datetime" or _numeric(c.value)):
+        full = c.kind == "datetime" and len(c.value) > 19 and fmt.kind == "datetime"  # with its offset already
+        if (not fmt.declared or full) and c.value != c.iso and (c.kind == "datetime" or _numeric(c.value)):
             forms.append(c.value)
-        forms.append(fmt.render(c.iso, clock) if fmt.kind != "time" else fmt.render("", clock))
+        zone = stated_zone(self.values.text) if fmt.kind == "datetime" else ""
+        forms.append(fmt.render(c.iso, clock, zone) if fmt.kind != "time" else fmt.render("", clock))
         return forms
 
     def _sole(self, arg: str, clocks: bool) -> bool:
@@ -185,9 +188,12 @@ class NodeEvidence:
             return ArgOptions(arg, True, kind) if required else self._optional(arg, kind, [], same)
         return ArgOptions(arg, required, kind, (value,), typed=True, closed=True)
 
-    def _shaped(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
+    def _shaped(
+        self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...], keywords: list[str]
+    ) -> ArgOptions:
         """An identifier, an e-mail address, a URL, a phone number: values of that shape only (quoted or
-        not); a bare number or quoted text is an identifier only when named one ("customer 4711")."""
+        not); a bare number or quoted text is an identifier only when named one ("customer 4711"); an
+        identifier also takes the keywords its description offers ("primary")."""
         pool = self._inside()
         if required and not any(self._shaped_as(c, kind) for c in pool):
             pool = list(self.values.candidates)
@@ -199,7 +205,7 @@ class NodeEvidence:
             return self._optional(arg, kind, [c.value for c in cued], same, typed=True)
         chosen = cued + [c for c in inside if c not in cued]
         literal = [str(c.value) if kind.is_identifier and c.is_number else c.value for c in chosen]
-        literal = list(dict.fromkeys(literal))
+        literal = list(dict.fromkeys([*literal, *keywords]))
         missing = None
         if not literal and not same and not self._upstream_fits(kind, arg):
             missing = f"the request gives no {_kind_words(kind.kind)} for it"
@@ -209,8 +215,8 @@ class NodeEvidence:
     @staticmethod
     def _shaped_as(c: Candidate, kind: ArgKind) -> bool:
         shape = _shape(c)
-        if kind.is_identifier:
-            return shape in _ID_SHAPES or (c.is_number and float(c.value).is_integer())
+        if kind.is_identifier:  # quoted words ("'Design review'") are a name, never an id
+            return (shape in _ID_SHAPES and shape != "quoted") or (c.is_number and float(c.value).is_integer())
         return shape == kind.kind
 
     def _number(

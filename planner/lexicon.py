@@ -72,6 +72,11 @@ class Lexicon:
     identifier_words: frozenset[str] = frozenset()
     lookup_verbs: frozenset[str] = frozenset()
     code_words: frozenset[str] = frozenset()
+    mutating_verbs: frozenset[str] = frozenset()
+    verb_synonyms: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    keyword_cues: frozenset[str] = frozenset()
+    query_words: tuple[str, ...] = ()
+    count_words: frozenset[str] = frozenset()
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -81,6 +86,8 @@ class Lexicon:
     final: str = ""
     iso_words: frozenset[str] = frozenset()
     date_patterns: tuple[re.Pattern[str], ...] = ()  # named groups year?, month, day (languages without month names)
+    time_patterns: tuple[re.Pattern[str], ...] = ()  # named groups hour, minute?, half?, period?
+    afternoon_words: frozenset[str] = frozenset()  # a `period` that adds 12 hours
     gloss: Mapping[str, str] = field(default_factory=dict)  # word → English, for the English embedding model
     segmented: bool = True  # words are separated by spaces (False: Chinese)
 
@@ -139,6 +146,11 @@ def _load(path: Path, language: str) -> Lexicon:
         identifier_words=_words(data.get("identifier_words")),
         lookup_verbs=_words(data.get("lookup_verbs")),
         code_words=_words(data.get("code_words")),
+        mutating_verbs=_words(data.get("mutating_verbs")),
+        verb_synonyms=MappingProxyType({k: _words(v) for k, v in (data.get("verb_synonyms") or {}).items()}),
+        keyword_cues=_words(data.get("keyword_cues")),
+        query_words=tuple(str(data.get("query_words") or "").split()),
+        count_words=_words(data.get("count_words")),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
@@ -148,6 +160,8 @@ def _load(path: Path, language: str) -> Lexicon:
         final=str(data.get("final") or "").replace(" ", ""),
         iso_words=_words(data.get("iso_words")),
         date_patterns=tuple(re.compile(p) for p in data.get("date_patterns") or ()),
+        time_patterns=tuple(re.compile(p) for p in data.get("time_patterns") or ()),
+        afternoon_words=_words(data.get("afternoon_words")),
         gloss=MappingProxyType({str(k): str(v) for k, v in (data.get("gloss") or {}).items()}),
         segmented=segmented,
     )

@@ -9,11 +9,13 @@ lists the required values no node can fill (`missing`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contract.demonstrations import Demonstration
+from planner.argkinds import classify, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import PlannerConfig
 from planner.dataflow import LearnedRule, References, learned_references, reference_hints
@@ -22,10 +24,17 @@ from planner.demos import skeleton_refs
 from planner.drafting import cued, draft_args
 from planner.evidence import ArgOptions, NodeEvidence, missing_inputs
 from planner.grammar import Upstream, ValueContext, wrap_reference
+from planner.lexicon import lexicon
 from planner.packs import DomainPack
 from planner.retries import RetryPlan
 from planner.selection import Selection
 from planner.values import RequestValues, rank
+
+_SHAPES = {
+    "email": re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    "url": re.compile(r"(?:https?://|www\.)\S+"),
+    "phone": re.compile(r"\+?[\d\s().-]{7,20}"),
+}
 
 
 @dataclass
@@ -126,13 +135,24 @@ class NodeTurns:
             if current is not None and current.required and current.kind.is_date and values:
                 fresh = tuple(v for v in values if v not in current.values and _same_type(v, current.values))
                 options[arg] = replace(current, values=(*fresh, *current.values), missing=None)
-        carried = self._carried(index)
-        for arg, value in carried.items():
+        for arg, seeds in self._seeds(index, tool, tools).items():  # a lookup is queried by the request's name
+            current = options[arg]
+            options[arg] = replace(current, values=(*seeds, *current.values), typed=True, supported=True)
+        for arg, value in self._carried(index).items():
             current = options.get(arg)
             if current is not None and not current.supported:
-                values = (value,) if not (isinstance(value, str) and value.startswith("$")) else ()
-                options[arg] = ArgOptions(arg, False, current.kind, values, typed=True, closed=True)
+                kept = (value,) if not (isinstance(value, str) and value.startswith("$")) else ()
+                options[arg] = ArgOptions(arg, False, current.kind, kept, typed=True, closed=True)
         return options
+
+    def _seeds(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """For a lookup node of the proposal: its query argument → the names the request gives."""
+        selection = self.req.selection
+        if not self.config.stages.lookups or list(tools) != selection.sequence:
+            return {}
+        seeds = tuple(dict.fromkeys(lk.seed for lk in selection.lookups if lk.producer == index and lk.seed))
+        query = query_argument(tool, seeds[0]) if seeds else None
+        return {query: seeds} if query is not None else {}
 
     def missing(self, tools: Sequence[str]) -> list[MissingInput]:
         """The required values no node of `tools` (the given sequence) can be filled with."""
@@ -149,6 +169,11 @@ class NodeTurns:
                 if arg not in forced and not preferred.get(arg):
                     out.append(MissingInput(f"n{index + 1}", name, arg, reason))
             upstream.append(Upstream(f"n{index + 1}", tool))
+        selection = self.req.selection
+        if self.config.stages.lookups and list(tools) == selection.sequence:
+            for gap in selection.gaps:
+                why = f"the request does not say which one ({gap.producer} could look it up by a name)"
+                out.append(MissingInput(f"n{gap.consumer + 1}", tools[gap.consumer], gap.arg, why))
         return out
 
     # pieces -----------------------------------------------------------------------------------------
@@ -172,12 +197,8 @@ class NodeTurns:
         preferred: dict[str, list[Any]] = {}
         for pack in self.req.packs:
             preferred.update(pack.preferred_values(self.req.text, tool, self.config.effective_today()))
-        selection = self.req.selection
-        if self.config.stages.lookups and list(tools) == selection.sequence:
-            seeds = [lk.seed for lk in selection.lookups if lk.producer == index and lk.seed]
-            query = next((a for a in tool.required if (tool.properties.get(a) or {}).get("type") == "string"), None)
-            if seeds and query is not None:
-                preferred[query] = list(dict.fromkeys(seeds))
+        for arg, seeds in self._seeds(index, tool, tools).items():
+            preferred[arg] = list(seeds)
         for arg, value in self._carried(index).items():
             if not (isinstance(value, str) and value.startswith("$")):
                 preferred[arg] = [value, *[v for v in preferred.get(arg, []) if v != value]]
@@ -187,6 +208,25 @@ class NodeTurns:
         if self.skeleton is None or not self.config.stages.value_transfer or index >= len(self.req.carried):
             return {}
         return self.req.carried[index]
+
+
+def query_argument(tool: ToolDef, seed: str) -> str | None:
+    """The string argument a lookup is queried by: a required one, else one of the seed's own kind (an
+    e-mail argument for an e-mail), else the first named like a query (the lexicon's `query_words`)."""
+    lex = lexicon("en")
+    strings = [a for a in tool.arg_names() if (tool.properties.get(a) or {}).get("type") in ("string", None)]
+    required = [a for a in strings if a in tool.required]
+    if required:
+        return required[0]
+    shape = next((k for k in ("email", "url", "phone") if _SHAPES[k].fullmatch(seed)), None)
+    for arg in strings:
+        if shape is not None and classify(arg, tool.properties.get(arg)).kind == shape:
+            return arg
+    for word in lex.query_words:
+        for arg in strings:
+            if word in ordered_tokens(arg):
+                return arg
+    return strings[0] if strings else None
 
 
 def _same_type(value: Any, values: Sequence[Any]) -> bool:

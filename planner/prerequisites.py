@@ -18,14 +18,14 @@ Two rules, both from the catalog's own schemas (no domain):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from planner.argkinds import classify, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
-from planner.lookups import Producer, entity_words, producers
+from planner.lookups import Producer, description_keywords, entity_words, producers
 from planner.steps import Step, tool_verb
 from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
 
@@ -45,6 +45,16 @@ class Lookup:
 
 
 @dataclass(frozen=True)
+class Gap:
+    """Argument `arg` of node `consumer` is an identifier the request does not give and only `producer`
+    could look up, with nothing in the request to look it up by: the user must say which one."""
+
+    consumer: int
+    arg: str
+    producer: str
+
+
+@dataclass(frozen=True)
 class _Need:
     arg: str
     producer: Producer
@@ -52,9 +62,10 @@ class _Need:
 
 
 def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tuple[int, int] | None) -> bool:
-    """The request gives `arg` a value of the right shape itself: a number for a number, an id-shaped value
-    (a code, quoted text, an e-mail...) for an identifier, one written after the argument's name or role
-    word for anything else ("from BOS" for `originLocationCode`, 'the stylist "Anna"')."""
+    """The request gives `arg` a value of the right shape itself: a number for a number; for an
+    identifier a code ("CUS-4711"), or an address when the argument is one (`emailOrId`), or a number or
+    quoted text it names as the id ("customer 4711"); for anything else a code written after the
+    argument's name or role word ("from BOS" for `originLocationCode`, 'the stylist "Anna"')."""
     if values is None:
         return False
     kind = classify(arg, tool.properties.get(arg))
@@ -67,8 +78,14 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
     def named(c: Candidate) -> bool:
         return bool(tokens & set(c.cue.split()[-2:])) or role_match(c.cue, tokens, lex)
 
-    if kind.kind == "identifier":  # a code or address as it stands; a number or quoted text named an id
-        return any(c.kind in ("code", "email", "url") or (c.kind in ("number", "quoted") and named(c)) for c in inside)
+    if kind.kind == "identifier":  # `emailOrId`, "The contact ID or email": an address is one too
+        described = {
+            w.lower() for w in re.findall(r"[A-Za-z]+", str((tool.properties.get(arg) or {}).get("description", "")))
+        }
+        addresses = {k for k, words in lex.kind_words.items() if (tokens | described) & words}
+        return any(  # quoted words are a name ("event 'Design review'"), never an id
+            c.kind == "code" or c.kind in addresses or (c.kind == "number" and named(c)) for c in inside
+        )
     shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
     return any(named(c) for c in shaped)
 
@@ -80,11 +97,18 @@ def _short_code(c: Candidate) -> bool:
 
 
 def needs_lookup(
-    tool: ToolDef, arg: str, catalog: ToolCatalog, config: SelectionConfig, *, lookups: bool = True
+    tool: ToolDef,
+    arg: str,
+    catalog: ToolCatalog,
+    config: SelectionConfig,
+    *,
+    lookups: bool = True,
+    similarity: Mapping[str, float] | None = None,
+    lookups_only: bool = True,
 ) -> Producer | None:
     """The best producer of a required argument that only a lookup fills (None: the argument is not one).
     Without `lookups` (the stage off) only the `prerequisite_identifiers` rule applies."""
-    found = producers(tool, arg, catalog)
+    found = producers(tool, arg, catalog, similarity, lookups_only=lookups_only)
     if not found:
         return None
     best = found[0]
@@ -115,6 +139,8 @@ def _seed(
     span: tuple[int, int] | None,
     used: set[str],
     producer: ToolDef,
+    *,
+    cued_only: bool = False,
 ) -> str | None:
     """The name the request gives for `arg`: a phrase, quoted text or words after its role or name,
     never words that only name the tools themselves ("Weather forecast for Lisbon" → "Lisbon")."""
@@ -134,11 +160,17 @@ def _seed(
         if isinstance(schema, dict)
         for o in schema.get("enum", [])
     }
-    names = [c for c in values.strings() if c.kind in ("phrase", "quoted", "ngram") and c.value not in used]
+    kinds = ("phrase", "quoted", "ngram", "email", "phone", "url", "code")  # a name, or what identifies the thing
+    names = [c for c in values.strings() if c.kind in kinds and c.value not in used]
     names = [c for c in names if not names_tools(c) and str(c.value).lower() not in options]
     inside = [c for c in names if span is None or c.start < 0 or span[0] <= c.start < span[1]]
+    if cued_only:  # the argument has a keyword of its own ("primary"): only a value the request ties to it
+        tokens = name_tokens(arg) | set(entity_words(arg, lex))
+        inside = [c for c in inside if tokens & ({c.tail} | set(c.cue.split()[-2:]))]
+        names = []
+    shaped = [c for c in inside if c.kind in ("email", "phone", "url", "code", "quoted")]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
-    ranked = rank(inside or names, arg, description, span=span, limit=1, lex=lex)
+    ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
     return str(ranked[0].value) if ranked else None
 
 
@@ -151,35 +183,51 @@ def with_prerequisites(
     values: RequestValues | None,
     *,
     lookups: bool = True,
-) -> tuple[list[str], list[Lookup], list[int]]:
-    """The sequence with its prerequisites, the lookups, and for every node the index of the proposed
-    node it serves (itself for a proposed node)."""
+    similarity: Mapping[str, float] | None = None,
+) -> tuple[list[str], list[Lookup], list[int], list[Gap]]:
+    """The sequence with its prerequisites, the lookups, for every node the index of the proposed node it
+    serves (itself for a proposed node), and the identifiers nothing can fill (`Gap`: no producer and no
+    value, or a lookup with nothing in the request to look up by)."""
     if not config.prerequisites:
-        return list(sequence), [], list(range(len(sequence)))
+        return list(sequence), [], list(range(len(sequence))), []
     out: list[str] = []
     serves: list[int] = []
     made: list[Lookup] = []
+    gaps: list[Gap] = []
     for index, name in enumerate(sequence):
         tool = catalog.get(name)
         span = spans[index] if index < len(spans) else None
         for other in _majority(tool, sequence, out, shortlist):
             out.append(other)
             serves.append(index)
-        found: list[tuple[str, Producer]] = []
-        for arg in tool.required:
-            producer = needs_lookup(tool, arg, catalog, config, lookups=lookups)
-            if producer is None or producer.tool in sequence or literal_for(tool, arg, values, span):
-                continue
-            if not _given_earlier(out, arg, catalog):
-                found.append((arg, producer))
         needs: list[_Need] = []
         used: dict[tuple[str, str | None], set[str]] = {}  # one field of one tool asked twice: two names
-        for arg, producer in found:
+        earlier = catalog.subset([t for t in dict.fromkeys(out) if t in catalog]) if out else None
+        for arg in tool.required:
+            if literal_for(tool, arg, values, span) or _given_earlier(out, arg, catalog):
+                continue
+            if (
+                lookups
+                and earlier is not None
+                and (done := needs_lookup(tool, arg, earlier, config, lookups_only=False))
+            ):  # a node already planned returns it (`domains_create` → `$n1.id`)
+                at = max(i for i, t in enumerate(out) if t == done.tool)
+                made.append(Lookup(at, -1, arg, done.path, None))
+                continue
+            producer = needs_lookup(tool, arg, catalog, config, lookups=lookups, similarity=similarity)
+            if producer is None or producer.tool in sequence:
+                continue
+            keywords = description_keywords(tool.properties.get(arg))
             taken = used.setdefault((producer.tool, producer.path), set())
-            seed = _seed(tool, arg, values, span, taken, catalog.get(producer.tool))
+            seed = _seed(tool, arg, values, span, taken, catalog.get(producer.tool), cued_only=bool(keywords))
+            identifier = classify(arg, tool.properties.get(arg)).is_identifier
+            if seed is None and identifier:
+                if not keywords and lookups:  # nothing names the thing: which one is meant is the user's to say
+                    gaps.append(Gap(-1, arg, producer.tool))
+                continue
             if seed is not None:
                 taken.add(seed)
-            needs.append(_Need(arg, producer, seed))
+            needs.append(_Need(arg, producer, seed))  # (a `stylist_name` is looked up by what else is said)
         placed: dict[tuple[str, str | None], int] = {}  # (producer tool, seed when one field serves two) → node
         pending: list[tuple[_Need, int]] = []
         for need in needs:
@@ -190,10 +238,12 @@ def with_prerequisites(
                 serves.append(index)
             pending.append((need, placed[key]))
         consumer = len(out)
+        made = [replace(lk, consumer=consumer) if lk.consumer == -1 else lk for lk in made]
         made += [Lookup(at, consumer, n.arg, n.producer.path, n.seed) for n, at in pending]
+        gaps = [replace(g, consumer=consumer) if g.consumer == -1 else g for g in gaps]
         out.append(name)
         serves.append(index)
-    return out, made, serves
+    return out, made, serves, gaps
 
 
 def _same_field_twice(need: _Need, needs: list[_Need]) -> bool:

@@ -24,16 +24,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 import numpy as np
 
+from planner.argkinds import ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon, lexicon_for, weights
-from planner.prerequisites import Lookup, with_prerequisites
+from planner.lookups import name_verbs
+from planner.prerequisites import Gap, Lookup, with_prerequisites
 from planner.similarity import CachedEmbedder
 from planner.steps import Step, split_steps, tool_verb
-from planner.values import RequestValues
+from planner.values import RequestValues, extract
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Selection:
     step_scores: dict[str, list[float]] = field(default_factory=dict)  # tool → similarity per step
     no_fit: bool = False
     lookups: list[Lookup] = field(default_factory=list)  # lookups of the sequence (node indexes in it)
+    gaps: list[Gap] = field(default_factory=list)  # identifiers of the sequence nothing can fill
     node_steps: list[Step | None] = field(default_factory=list)  # the step of each node of the sequence
 
     def step_for(self, index: int, tool: str, tools: list[str]) -> Step | None:
@@ -79,6 +83,7 @@ class Selection:
             "no_fit": self.no_fit,
             "shortlist": self.shortlist.names(),
             **({"lookups": [vars(lookup) for lookup in self.lookups]} if self.lookups else {}),
+            **({"gaps": [vars(gap) for gap in self.gaps]} if self.gaps else {}),
         }
 
 
@@ -88,17 +93,21 @@ def _words(text: str) -> set[str]:
 
 def _name_words(steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
     """Per step and tool: `weights().selection["name_word"]` for each word of the tool's name but its verb
-    that the step writes (stems compared)."""
-    lex, bonus = lexicon("en"), weights().selection.get("name_word", 0.0)
+    that the step writes, and `name_verb` when the step writes the name's verb or a synonym of it
+    ("create a payment link" → `post-paymentLinks`; the lexicon's `verb_synonyms`). Stems are compared."""
+    lex, w = lexicon("en"), weights().selection
     out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
-    if not bonus:
+    if not w.get("name_word") and not w.get("name_verb"):
         return out
-    said = [{lex.stem(w) for w in re.findall(r"[a-z]+", s.text.lower()) if w not in lex.stopwords} for s in steps]
+    said = [{lex.stem(x) for x in re.findall(r"[a-z]+", s.text.lower()) if x not in lex.stopwords} for s in steps]
     for j, tool in enumerate(catalog):
-        words = re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", tool.name.rsplit(".", 1)[-1])
-        nouns = {lex.stem(w) for w in words[1:] if len(w) > 2 and w.lower() not in lex.stopwords}
+        verbs = name_verbs(tool.name, lex)
+        words = {lex.stem(x) for x in ordered_tokens(tool.name.rsplit(".", 1)[-1]) if len(x) > 2 and x not in verbs}
+        words -= {lex.stem(x) for x in lex.stopwords}
+        verb_words = {lex.stem(x) for v in verbs for x in (v, *lex.verb_synonyms.get(v, ()))}
         for i, step_words in enumerate(said):
-            out[i, j] = bonus * len(nouns & step_words)
+            out[i, j] = w.get("name_word", 0.0) * len(words & step_words)
+            out[i, j] += w.get("name_verb", 0.0) if verb_words & step_words else 0.0
     return out
 
 
@@ -123,6 +132,8 @@ class ToolSelector:
     ) -> Selection:
         """`values`: the request's values (planner/values.py), which say whether it gives an identifier
         itself or only names it (then the lookup that returns it is proposed first, with `lookups`)."""
+        if values is None:  # which values the request gives decides whether an identifier needs a lookup
+            values = extract(request, date.today())
         steps = split_steps(request, (tool_verb(t.name) for t in catalog))
         texts = [tool_text(t) for t in catalog]
         lex = lexicon_for(request)  # a language the embedding model does not read is glossed in English
@@ -141,8 +152,16 @@ class ToolSelector:
             hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
         proposed = [h for h in hints if h.tool]
         spans = [(h.step.start, h.step.end) for h in proposed]
-        sequence, chained, serves = with_prerequisites(
-            [str(h.tool) for h in proposed], spans, shortlist, catalog, self.config, values, lookups=lookups
+        similarity = {names[i]: float(best[i]) for i in range(len(names))}
+        sequence, chained, serves, gaps = with_prerequisites(
+            [str(h.tool) for h in proposed],
+            spans,
+            shortlist,
+            catalog,
+            self.config,
+            values,
+            lookups=lookups,
+            similarity=similarity,
         )
         added = [t for t in sequence if t not in shortlist]
         if added:  # a lookup found outside the shortlist joins it
@@ -159,6 +178,7 @@ class ToolSelector:
             step_scores={names[j]: [float(per_step[i, j]) for i in range(len(steps))] for j in range(len(names))},
             no_fit=max(top, float(whole.max()) if whole.size else 0.0) < self.config.no_fit_below,
             lookups=chained,
+            gaps=gaps,
             node_steps=[proposed[i].step for i in serves],
         )
 

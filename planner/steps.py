@@ -68,6 +68,10 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
         if steps and lex.segmented and word in lex.determiners:
             steps.append(Step(text, start + offset, start + offset + len(text), implicit=True))
             continue
+        if steps and not lex.segmented and not any(verb in text for verb in lex.action_verbs):
+            last = steps[-1]  # a piece without a verb of its own ("主题“…”") is more of the step before
+            steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
+            continue
         if steps and lex.segmented and word not in verbs:
             last = steps[-1]
             steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))

@@ -25,7 +25,7 @@ from typing import Any
 from planner import dates
 from planner.lexicon import Lexicon, lexicon_for, weights
 
-QUOTED = re.compile(r"(?<![\w])(['\"“‘])(.{1,120}?)(['\"”’])(?![\w])")
+QUOTED = re.compile(r"(?<![A-Za-z0-9_])(['\"“‘「『])(.{1,120}?)(['\"”’」』])(?![A-Za-z0-9_])")
 BRACKETS = re.compile(r"\[[^\[\]]{1,400}\]|\{[^{}]{1,400}\}")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 URL = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+[^\s'\".,;:!?<>)]")
@@ -147,6 +147,13 @@ def extract(request: str, today: date) -> RequestValues:
             if normal and normal != text:
                 found.append(Candidate(normal, "time", m.start(), m.end(), iso=clock, written=False))
             claim(m.start(), m.end())
+    for pattern in lex.time_patterns:  # a language's own clock ("下午3点半" → 15:30)
+        for m in pattern.finditer(request):
+            if free(m.start(), m.end()):
+                clock = _clock_of(m.groupdict(), lex)
+                if clock is not None:
+                    found.append(Candidate(clock, "time", m.start(), m.end(), iso=clock))
+                    claim(m.start(), m.end())
     for m in EXPRESSION.finditer(request):
         text = m.group(0)
         if free(m.start(), m.end()) and not dates.SLASH_DATE.fullmatch(text) and not PHONE.fullmatch(text):
@@ -179,6 +186,14 @@ def extract(request: str, today: date) -> RequestValues:
     return out
 
 
+def _clock_of(groups: dict[str, str | None], lex: Lexicon) -> str | None:
+    hour = int(groups.get("hour") or -1)
+    minute = 30 if groups.get("half") else int(groups.get("minute") or 0)
+    if groups.get("period") in lex.afternoon_words and hour < 12:
+        hour += 12
+    return f"{hour:02d}:{minute:02d}" if 0 <= hour <= 23 and 0 <= minute <= 59 else None
+
+
 def _date_reading(text: str) -> str | None:
     if dates.ISO_DATETIME.fullmatch(text):
         return text[:10]
@@ -188,7 +203,7 @@ def _date_reading(text: str) -> str | None:
 
 
 def _pairs(opening: str, closing: str) -> bool:
-    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'"}.get(opening, "").find(closing) >= 0
+    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'", "「": "」", "『": "』"}.get(opening, "").find(closing) >= 0
 
 
 def _parse_bracketed(text: str) -> list[Any] | dict[str, Any] | None:
