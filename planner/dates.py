@@ -217,12 +217,10 @@ class DateFormat:
         return _TOKENS.sub(token, layout)
 
 
-_ZONE = re.compile(r"\b(?:UTC|GMT)\s*([+-]\d{1,2})(?::?(\d{2}))?|\b(UTC|GMT)\b")
-
-
-def stated_zone(text: str) -> str:
+def stated_zone(text: str, lex: Lexicon) -> str:
     """The UTC offset a request states: "UTC"/"GMT" → "Z", "UTC+08:00" → "+08:00"; "" when none."""
-    m = _ZONE.search(text)
+    zones = "|".join(sorted(lex.zone_words)) or "(?!)"
+    m = re.search(rf"\b(?:{zones})\s*([+-]\d{{1,2}})(?::?(\d{{2}}))?|\b({zones})\b", text)
     if m is None:
         return ""
     if m.group(3):
@@ -242,7 +240,7 @@ def declared_format(schema: dict[str, Any], kind_hint: str, lex: Lexicon) -> Dat
     if re.fullmatch(r"\^?(?:\[0-9\]|\\d)\{4\}-(?:\[0-9\]|\\d)\{2\}-(?:\[0-9\]|\\d)\{2\}\$?", pattern):
         return DateFormat("date", "YYYY-MM-DD")
     description = str(schema.get("description", ""))
-    if kind in ("integer", "number") and re.search(r"\b(?:unix|epoch)\b", description, re.I):
+    if kind in ("integer", "number") and {w.lower() for w in re.findall(r"[A-Za-z]+", description)} & lex.epoch_words:
         return DateFormat("epoch") if kind_hint else None
     if kind not in ("string", "") and kind_hint:
         return None

@@ -154,7 +154,7 @@ class NodeEvidence:
         full = c.kind == "datetime" and len(c.value) > 19 and fmt.kind == "datetime"  # with its offset already
         if (not fmt.declared or full) and c.value != c.iso and (c.kind == "datetime" or _numeric(c.value)):
             forms.append(c.value)
-        zone = stated_zone(self.values.text) if fmt.kind == "datetime" else ""
+        zone = stated_zone(self.values.text, self.lex) if fmt.kind == "datetime" else ""
         forms.append(fmt.render(c.iso, clock, zone) if fmt.kind != "time" else fmt.render("", clock))
         return forms
 

@@ -66,6 +66,9 @@ class Lexicon:
     week_units: frozenset[str] = frozenset()
     number_words: Mapping[str, int] = field(default_factory=dict)
     lead_skip: frozenset[str] = frozenset()
+    name_connectors: frozenset[str] = frozenset()
+    epoch_words: frozenset[str] = frozenset()
+    zone_words: frozenset[str] = frozenset()
     anaphora: re.Pattern[str] = re.compile(r"(?!)")
     date_words: frozenset[str] = frozenset()
     time_words: frozenset[str] = frozenset()
@@ -138,6 +141,9 @@ def _load(path: Path, language: str) -> Lexicon:
         week_units=_words(data.get("week_units")),
         number_words=MappingProxyType({str(k): int(v) for k, v in (data.get("number_words") or {}).items()}),
         lead_skip=_words(data.get("lead_skip")),
+        name_connectors=_words(data.get("name_connectors")),
+        epoch_words=_words(data.get("epoch_words")),
+        zone_words=_words(data.get("zone_words")),
         anaphora=re.compile(edge + "(" + "|".join(sorted(anaphora)) + ")" + edge, re.I)
         if anaphora
         else re.compile(r"(?!)"),

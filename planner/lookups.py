@@ -124,7 +124,7 @@ def producers(
     identifier = classify(arg, schema).is_identifier
     entity = entity_words(arg, lex) if len(arg_words) > 1 else []
     own = nouns(consumer.name, lex) if identifier and not entity else []  # a bare `id`: the consumer's thing
-    found: list[tuple[Producer, int]] = []
+    found: list[tuple[Producer, tuple[int, int]]] = []
     for tool in catalog:
         if tool.name == consumer.name or arg in tool.required or (lookups_only and not is_lookup(tool, lex)):
             continue

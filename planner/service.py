@@ -28,7 +28,7 @@ from planner.fallback import FallbackError, proposal_plan
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
 from planner.nodes import MissingInput, NodeTurns, PreparedRequest
 from planner.packs import DomainPack, load_packs
-from planner.prompts import PromptBook, example_turns
+from planner.prompts import COMPACT_LEVELS, PromptBook, example_turns, prompt_chars
 from planner.results import Attempt, Path_, PlanningFailed, PlanResult
 from planner.retries import RetryPlan
 from planner.rules import BusinessRules
@@ -248,7 +248,12 @@ class PlannerService:
             grammar = None if config.strategy == "unconstrained" else config.strategy
             return await self.decoder.one_call(messages, shortlist, cache_salt=cache_salt, grammar=grammar)
         messages = self._messages(
-            req, demos, oneshot=False, extra=extra + plan_try.feedback, grounding=plan_try.grounding
+            req,
+            demos,
+            oneshot=False,
+            extra=extra + plan_try.feedback,
+            grounding=plan_try.grounding,
+            plan_level=plan_try.compact,
         )
         rule = self._learned_rule() if plan_try.use_skeleton else None  # a retry drops learned structure too
         turns = NodeTurns(req, config, plan_try, rule)
@@ -265,6 +270,7 @@ class PlannerService:
         oneshot: bool,
         extra: str,
         grounding: Grounding = "free",
+        plan_level: int = 0,
     ) -> list[Message]:
         shortlist = req.selection.shortlist
         stages = self.config.stages
@@ -273,7 +279,7 @@ class PlannerService:
         intent: dict[str, Any] = {}
         for pack in req.packs if stages.pack_intent else []:
             intent.update(pack.intent(req.text, self.config.effective_today()))
-        kept = list(demos)
+        kept, level = list(demos), plan_level
         while True:
             turns = example_turns(
                 self.prompts, kept, shortlist, oneshot=oneshot, optional_args=self.config.grammar.optional_args
@@ -282,7 +288,7 @@ class PlannerService:
             if stages.proposal_line and not oneshot and req.selection.sequence != [t for _, t in steps if t]:
                 request_turn += "\nProposed tools: " + json.dumps(req.selection.sequence)
             messages: list[Message] = [
-                {"role": "system", "content": self.prompts.system(shortlist, grounding=grounding)},
+                {"role": "system", "content": self.prompts.system(shortlist, grounding=grounding, level=level)},
                 *turns,
                 {"role": "user", "content": request_turn + extra},
             ]
@@ -290,10 +296,13 @@ class PlannerService:
             growth = NODE_TURN_CHARS * max(
                 1, len(req.skeleton.tools()) if req.skeleton else len(req.selection.sequence)
             )
-            total = sum(len(m["content"]) for m in messages) + (0 if oneshot else growth)
-            if not kept or total <= self.config.prompt_max_chars:
+            total = sum(prompt_chars(m["content"]) for m in messages) + (0 if oneshot else growth)
+            if total <= self.config.prompt_max_chars or (not kept and level >= COMPACT_LEVELS - 1):
                 return messages
-            kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
+            if kept:
+                kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
+            else:
+                level += 1  # no example left: shorter tool lines
 
     def _learned_rule(self) -> LearnedRule | None:
         config = self.config

@@ -36,7 +36,6 @@ NUMBER = re.compile(
 CODE = re.compile(
     r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])|\b[A-Z]{2,}-[A-Z0-9]+\b"
 )
-CAPITALISED = re.compile(r"\b[A-Z][\w'&.-]*(?:\s+(?:of|de|the|and|&|du|la|von)\s+[A-Z][\w'&.-]*|\s+[A-Z][\w'&.-]*)*")
 EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")
 
@@ -150,9 +149,9 @@ def extract(request: str, today: date) -> RequestValues:
     for pattern in lex.time_patterns:  # a language's own clock ("下午3点半" → 15:30)
         for m in pattern.finditer(request):
             if free(m.start(), m.end()):
-                clock = _clock_of(m.groupdict(), lex)
-                if clock is not None:
-                    found.append(Candidate(clock, "time", m.start(), m.end(), iso=clock))
+                said = _clock_of(m.groupdict(), lex)
+                if said is not None:
+                    found.append(Candidate(said, "time", m.start(), m.end(), iso=said))
                     claim(m.start(), m.end())
     for m in EXPRESSION.finditer(request):
         text = m.group(0)
@@ -169,7 +168,7 @@ def extract(request: str, today: date) -> RequestValues:
             found.append(Candidate(m.group(0), "code", m.start(), m.end()))
             claim(m.start(), m.end())
     found += _numbers(request, free, lex)
-    for m in CAPITALISED.finditer(request):
+    for m in _capitalised(lex).finditer(request):
         phrase = _trim_phrase(m.group(0), lex)
         if phrase and free(m.start(), m.end()):
             start = request.find(phrase, m.start())
@@ -184,6 +183,12 @@ def extract(request: str, today: date) -> RequestValues:
         out.add(Candidate(c.value, c.kind, c.start, c.end, cue, tail, c.iso, c.written))
     out.words = list(dict.fromkeys(w for w in WORD.findall(request)))
     return out
+
+
+def _capitalised(lex: Lexicon) -> re.Pattern[str]:
+    """Capitalised phrases, the lexicon's small connecting words allowed inside ("Bank of America")."""
+    small = "|".join(re.escape(w) for w in sorted(lex.name_connectors)) or "(?!)"
+    return re.compile(rf"\b[A-Z][\w'&.-]*(?:\s+(?:{small})\s+[A-Z][\w'&.-]*|\s+[A-Z][\w'&.-]*)*")
 
 
 def _clock_of(groups: dict[str, str | None], lex: Lexicon) -> str | None:

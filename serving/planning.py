@@ -187,6 +187,7 @@ class PlanningGateway:
                 "path": result.path,
                 "fallback_reason": result.fallback_reason,
                 "reason": result.reason,
+                "missing": result.missing,  # path "needs_input": what the user must give (planner/results.py)
             },
         }
 

@@ -146,3 +146,22 @@ def test_fallback_engages_when_the_model_path_fails(engine: tuple[str, str | Non
     assert result.fallback_reason and "JSON" in result.fallback_reason
     assert len(result.attempts) == 2 and all(a.error_layer == "schema" for a in result.attempts)
     assert [n.tool for n in result.plan.nodes] == ["search_flights", "get_weather"]
+
+
+def test_a_real_api_catalog_chains_the_lookup_in_the_declared_format_without_filler(
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
+) -> None:
+    """tests/planner/real_catalogs.py: camelCase, 7 optional arguments, an id only `searchCustomers`
+    returns, a date declared as "Format: YYYY-MM-DD" in a description."""
+    from tests.planner import real_catalogs as rc
+
+    request = "Invoice ACME 1200 euros, issued March 3, 2027"
+    result = plan_with(engine, engine_model, minilm, request, rc.CRM, fallback_enabled=False)
+    assert result.plan is not None and [n.tool for n in result.plan.nodes] == ["searchCustomers", "createInvoice"]
+    assert result.plan.node("n1").args == {"query": "ACME"}
+    invoice = result.plan.node("n2").args
+    assert invoice["customerId"] == "$n1.customers.0.customerId" and invoice["amount"] == 1200
+    assert set(invoice) <= {"customerId", "amount", "currency", "issueDate"}  # nothing the request does not say
+    assert invoice.get("currency", "EUR") == "EUR" and invoice.get("issueDate", "2027-03-03") == "2027-03-03"
+    missing = plan_with(engine, engine_model, minilm, "Create an invoice for Umbrella Corp", rc.CRM)
+    assert missing.path == "needs_input" and missing.missing[0]["argument"] == "amount"

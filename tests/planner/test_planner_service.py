@@ -215,7 +215,9 @@ def test_a_conversation_too_long_for_the_model_is_retried_without_examples() -> 
     too_long = LLMRejected("This model's maximum context length is 2048 tokens (parameter=input_tokens)", status=400)
     llm = FakePlannerLLM(too_long, WEATHER)
     result = run(service(llm), "Weather in Hangzhou on June 20?")
-    assert result.path == "model_retry" and result.attempts[1].changes == ["no examples (the prompt was past the context length)"]
+    assert result.path == "model_retry"
+    assert result.attempts[1].changes == ["no examples and shorter tool lines (the prompt was past the context length)"]
     first, second = llm.history[0]["messages"], llm.history[1]["messages"]
     assert len(first) > 4  # the travel pack's examples, as turns
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]  # request, tools, node
+    assert len(second[0]["content"]) < len(first[0]["content"])  # shorter tool lines
