@@ -17,6 +17,7 @@ from planner.dates import DateFormat, declared_format
 from planner.lexicon import Lexicon, lexicon
 
 _WORDS_OF_NAME = "en"
+_ISO_EXAMPLE = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,10 @@ def classify(arg: str, schema: Any) -> ArgKind:
     """The kind of value `arg` takes (schema: its JSON Schema; anything else counts as untyped)."""
     lex = lexicon(_WORDS_OF_NAME)
     schema = schema if isinstance(schema, dict) else {}
+    for key in ("anyOf", "oneOf"):  # "a string, or a list of them": read as its first typed option
+        options = [o for o in schema.get(key) or [] if isinstance(o, dict) and o.get("type") not in (None, "null")]
+        if options and "type" not in schema:
+            schema = {**{k: v for k, v in schema.items() if k != key}, **options[0]}
     kind = schema.get("type")
     if isinstance(kind, list):
         kinds = [k for k in kind if k != "null"]
@@ -83,8 +88,12 @@ def classify(arg: str, schema: Any) -> ArgKind:
     if kind in ("boolean", "array", "object"):
         return ArgKind(str(kind))
     hint = ""
+    words = ordered_tokens(arg)
+    described = str(schema.get("description", ""))
     if timeish(arg, lex) and str(schema.get("format", "")) == "date-time":
         hint = "datetime"
+    elif len(words) > 1 and words[-1] in lex.datetime_tails or _ISO_EXAMPLE.search(described):
+        hint = "datetime"  # `send_at`, or a description showing a date-time ("e.g. 2024-08-05T11:52:01Z")
     elif dateish(arg, schema, lex):
         hint = "date"
     elif timeish(arg, lex):
@@ -97,10 +106,12 @@ def classify(arg: str, schema: Any) -> ArgKind:
     if identifier_like(arg, schema, lex):
         return ArgKind("identifier")
     fmt_name = str(schema.get("format", ""))
-    words = ordered_tokens(arg)
     last = words[-1] if words else ""
     before = words[-2] if len(words) > 1 and last in lex.kind_tails else ""
+    described = [w.lower() for w in re.findall(r"[A-Za-z]+", str(schema.get("description", "")))]
     for value_kind, names in lex.kind_words.items():
         if fmt_name in (value_kind, "uri" if value_kind == "url" else value_kind) or last in names or before in names:
             return ArgKind(value_kind)
+        if any(a == value_kind and b in lex.kind_tails for a, b in zip(described, described[1:], strict=False)):
+            return ArgKind(value_kind)  # "Recipient email address."
     return ArgKind("text")

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from planner.argkinds import ArgKind, classify, ordered_tokens
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
 from planner.grammar import Upstream, fits
-from planner.lexicon import lexicon, weights
+from planner.lexicon import lexicon, lexicon_for, weights
 from planner.lookups import description_keywords
 from planner.values import Candidate, RequestValues, name_tokens, role_match
 
@@ -84,11 +84,26 @@ class NodeEvidence:
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
+        self._untied(out)
         for arg, options in out.items():
             schema = tool.properties.get(arg)
             if self.defaults and not options.supported and isinstance(schema, dict) and "default" in schema:
                 out[arg] = ArgOptions(arg, False, options.kind, (schema["default"],), typed=True, closed=True)
         return out
+
+    def _untied(self, out: dict[str, ArgOptions]) -> None:
+        """An address no argument's name or role ties ("Email ana@example.com ...") goes to the first
+        argument of its kind that has no value yet (`to` before `cc`: the tool's own order)."""
+        for shape in ("email", "url", "phone"):
+            for c in self._inside():
+                if not c.written or _shape(c) != shape or self._strongest(c) > 0:
+                    continue
+                if any(c.value in o.values for o in out.values()):
+                    continue
+                for arg, options in out.items():
+                    if options.kind.kind == shape and not options.values and not options.refs:
+                        out[arg] = replace(options, values=(c.value,), typed=True, closed=True, supported=True)
+                        break
 
     # one argument -------------------------------------------------------------------------------------
     def argument(self, tool: ToolDef, arg: str) -> ArgOptions:
@@ -102,6 +117,8 @@ class NodeEvidence:
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
         same = self._same_named_refs(arg, schema)
+        if arg not in tool.required and not self._mentions(arg):  # an earlier output the request asks for
+            same = ()
         if kind.is_date:
             return self._date(arg, kind, required, same)
         if kind.kind == "enum":
@@ -114,7 +131,9 @@ class NodeEvidence:
             return self._number(arg, schema, kind, required, same)
         if required:
             return ArgOptions(arg, True, kind)
-        cued = [c for c in self._inside() if self._cued(c, arg) and self._fits_type(c, kind)]
+        cued = [
+            c for c in self._inside() if self._cued(c, arg, optional=True, roles=False) and self._fits_type(c, kind)
+        ]
         return self._optional(arg, kind, [str(c.value) if c.is_number else c.value for c in cued], same)
 
     def _date(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
@@ -130,7 +149,11 @@ class NodeEvidence:
         if required and not pool:  # "... and the weather there that day": the date of another step
             pool = usable(self.values.candidates)
         sole = self._sole(arg, clocks)  # the tool's only date (or time) argument: every date in its step is its
-        cued = [c for c in pool if self._cued(c, arg) or (sole and self._strongest(c) == 0)]
+        cued = [
+            c
+            for c in pool
+            if self._cued(c, arg, optional=not required) or (sole and self._tie(c, arg) >= self._strongest(c))
+        ]
         chosen = cued if not required else cued + [c for c in pool if c not in cued]
         rendered: list[Any] = []
         for c in chosen:
@@ -174,7 +197,7 @@ class NodeEvidence:
             named = [o for o in options if flag is not None and str(o).lower() == str(flag).lower()]
         numbers = [o for o in options if _number_of(o) is not None]
         if numbers:
-            cued = [c.value for c in self._inside() if c.is_number and self._cued(c, arg)]
+            cued = [c.value for c in self._inside() if c.is_number and self._cued(c, arg, optional=not required)]
             named += [o for o in numbers if _number_of(o) in cued and o not in named]
         if len(named) == 1:
             return ArgOptions(arg, required, kind, (named[0],), typed=True, closed=True)
@@ -198,7 +221,7 @@ class NodeEvidence:
         if required and not any(self._shaped_as(c, kind) for c in pool):
             pool = list(self.values.candidates)
         inside = [c for c in pool if c.written and self._shaped_as(c, kind)]
-        cued = [c for c in inside if self._cued(c, arg)]
+        cued = [c for c in inside if self._cued(c, arg, optional=not required)]
         if kind.is_identifier:
             inside = [c for c in inside if c in cued or not _named_only(c)]
         if not required:
@@ -222,11 +245,15 @@ class NodeEvidence:
     def _number(
         self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]
     ) -> ArgOptions:
+        axis = next((a for a, words in self.lex.coordinate_words.items() if set(ordered_tokens(arg)) & words), "")
+        point = [c.value for c in self._inside() if axis and c.kind == axis]
+        if point:  # "within 5 km of 45.5017,-73.5673": its latitude, its longitude
+            return ArgOptions(arg, required, kind, tuple(point), typed=True, closed=True)
         if required:
             has = any(c.is_number for c in self.values.candidates)
             missing = None if has or same or self._upstream_fits(kind, arg) else "the request gives no number for it"
             return ArgOptions(arg, True, kind, missing=missing)
-        cued = [c.value for c in self._inside() if c.is_number and self._cued(c, arg)]
+        cued = [c.value for c in self._inside() if c.is_number and self._cued(c, arg, optional=True)]
         if kind.kind == "integer":
             cued = [v for v in cued if float(v).is_integer()]
         return self._optional(arg, kind, cued, same, typed=True)
@@ -243,26 +270,45 @@ class NodeEvidence:
         span = self.span
         return [c for c in self.values.candidates if span is None or c.start < 0 or span[0] <= c.start < span[1]]
 
-    def _tie(self, c: Candidate, arg: str) -> float:
+    def _tie(self, c: Candidate, arg: str, *, roles: bool = True) -> float:
         """How strongly the request ties a value to an argument: words of its name right before the value
-        (nearer counts more), a role word that fits it, a word of its name right after it."""
+        (nearer counts more; only words after the value before it: "'Budget sync' meeting to Room 4B" does
+        not tie "Room" to `syncToken`), a role word that fits it, a word of its name right after it. Words
+        like "to" count only for an argument named by them alone."""
         w = weights().evidence
-        tokens = {t for t in name_tokens(arg) if len(t) > 1}
+        named = {t for t in name_tokens(arg) if len(t) > 1}
+        tokens = {t for t in named if t not in self.lex.stopwords} or named
         stems = {self.lex.stem(t) for t in tokens if len(t) > 2}
+        cue = self._near_cue(c)
         score = 0.0
-        for back, word in enumerate(reversed(c.cue.split()[-3:])):
+        for back, word in enumerate(reversed(cue[-3:])):
             if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
                 score += max(w["cue_near"] - back, 1.0)
-        if role_match(c.cue, tokens, self.lex):
+        if roles and cue and role_match(cue[-1], tokens, self.lex):
             score += w["role"]
-        if c.tail and (c.tail in tokens or self.lex.stem(c.tail) in stems):
-            score += w["tail"]
+        if cue and cue[-1] in self.lex.naming_words and tokens & self.lex.name_args:
+            score += w["role"]  # "called 'Digest'" → name
+        if c.tail and c.tail not in self.lex.stopwords and (c.tail in tokens or self.lex.stem(c.tail) in stems):
+            score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         return score
 
-    def _cued(self, c: Candidate, arg: str) -> bool:
-        """The value is tied to this argument at least as strongly as to any other of the node's tool."""
-        score = self._tie(c, arg)
-        return score > 0 and score >= self._strongest(c)
+    def _near_cue(self, c: Candidate) -> list[str]:
+        """The words right before a value, back to the value written before it (at most 3)."""
+        if c.start < 0:
+            return c.cue.split()[-3:]
+        before = [v.end for v in self.values.candidates if v.written and v.kind != "ngram" and 0 <= v.end <= c.start]
+        since = max(before, default=0)
+        segment = self.values.text[max(since, c.start - 48) : c.start]
+        words = re.findall(r"[A-Za-z]+", lexicon_for(segment).glossed(segment))  # "主题“…”" → subject
+        return [word.lower() for word in words[-3:]]
+
+    def _cued(self, c: Candidate, arg: str, *, optional: bool = False, roles: bool = True) -> bool:
+        """The value is tied to this argument at least as strongly as to any other of the node's tool (and,
+        for an optional argument, at least `evidence.optional_min`). Without `roles`, by its own name only
+        (free text: "to Room 4B" says nothing about `timeMax`)."""
+        score = self._tie(c, arg, roles=roles)
+        floor = weights().evidence["optional_min"] if optional else 0.0
+        return score > 0 and score >= floor and score >= self._strongest(c)
 
     def _strongest(self, c: Candidate) -> float:
         """The strongest tie of a value to any argument of the node's tool (0: tied to none)."""
@@ -275,7 +321,7 @@ class NodeEvidence:
         """The request's words name an enum option: its words in a row (plurals allowed), or an upper-case
         code of up to four letters that starts a word ("EUR" ← "euros")."""
         words = ordered_tokens(option)
-        if not words:
+        if not words or all(w in self.lex.stopwords for w in words):  # "all" in "an all-day event" names nothing
             return False
         said = [_singular(w) for w in self.words]
         wanted = [_singular(w) for w in words]
@@ -307,6 +353,11 @@ class NodeEvidence:
         first = min(positions)
         before = set(self.words[max(0, first - 2) : first]) - set(words)
         return not bool(before & lex.negations)
+
+    def _mentions(self, arg: str) -> bool:
+        """A word of the argument's name (not a stopword) is in the request."""
+        said = {self.lex.stem(w) for w in self.words}
+        return any(self.lex.stem(t) in said for t in ordered_tokens(arg) if t not in self.lex.stopwords and len(t) > 2)
 
     def _same_named_refs(self, arg: str, schema: dict[str, Any]) -> tuple[str, ...]:
         """Earlier outputs named like the argument (any naming style), of a type that fits it."""

@@ -72,6 +72,7 @@ class Lexicon:
     anaphora: re.Pattern[str] = re.compile(r"(?!)")
     date_words: frozenset[str] = frozenset()
     time_words: frozenset[str] = frozenset()
+    datetime_tails: frozenset[str] = frozenset()
     identifier_words: frozenset[str] = frozenset()
     lookup_verbs: frozenset[str] = frozenset()
     code_words: frozenset[str] = frozenset()
@@ -82,8 +83,11 @@ class Lexicon:
     count_words: frozenset[str] = frozenset()
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
+    coordinate_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     negations: frozenset[str] = frozenset()
+    naming_words: frozenset[str] = frozenset()
+    name_args: frozenset[str] = frozenset()
     flag_words: frozenset[str] = frozenset()
     suffixes: tuple[str, ...] = ()
     final: str = ""
@@ -149,6 +153,7 @@ def _load(path: Path, language: str) -> Lexicon:
         else re.compile(r"(?!)"),
         date_words=_words(data.get("date_words")),
         time_words=_words(data.get("time_words")),
+        datetime_tails=_words(data.get("datetime_tails")),
         identifier_words=_words(data.get("identifier_words")),
         lookup_verbs=_words(data.get("lookup_verbs")),
         code_words=_words(data.get("code_words")),
@@ -159,8 +164,11 @@ def _load(path: Path, language: str) -> Lexicon:
         count_words=_words(data.get("count_words")),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),
+        coordinate_words=MappingProxyType({k: _words(v) for k, v in (data.get("coordinate_words") or {}).items()}),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
         negations=_words(data.get("negations")),
+        naming_words=_words(data.get("naming_words")),
+        name_args=_words(data.get("name_args")),
         flag_words=_words(data.get("flag_words")),
         suffixes=tuple(sorted(_words(data.get("suffixes")), key=len, reverse=True)),
         final=str(data.get("final") or "").replace(" ", ""),

@@ -212,10 +212,11 @@ class NodeTurns:
 
 def query_argument(tool: ToolDef, seed: str) -> str | None:
     """The string argument a lookup is queried by: a required one, else one of the seed's own kind (an
-    e-mail argument for an e-mail), else the first named like a query (the lexicon's `query_words`)."""
+    e-mail argument for an e-mail), else a text argument named like a query (the lexicon's `query_words`);
+    None when there is none (never a date or a page token)."""
     lex = lexicon("en")
     strings = [a for a in tool.arg_names() if (tool.properties.get(a) or {}).get("type") in ("string", None)]
-    required = [a for a in strings if a in tool.required]
+    required = [a for a in strings if a in tool.required and classify(a, tool.properties.get(a)).kind == "text"]
     if required:
         return required[0]
     shape = next((k for k in ("email", "url", "phone") if _SHAPES[k].fullmatch(seed)), None)
@@ -224,9 +225,12 @@ def query_argument(tool: ToolDef, seed: str) -> str | None:
             return arg
     for word in lex.query_words:
         for arg in strings:
-            if word in ordered_tokens(arg):
+            if word in ordered_tokens(arg) and classify(arg, tool.properties.get(arg)).kind in (
+                "text",
+                shape or "text",
+            ):
                 return arg
-    return strings[0] if strings else None
+    return None  # nothing to query by: the lookup lists, and its first result is taken
 
 
 def _same_type(value: Any, values: Sequence[Any]) -> bool:

@@ -78,7 +78,7 @@ def _source(value: Any, values: RequestValues) -> Candidate | None:
 
 
 def _form(value: Any, source: Candidate) -> str:
-    if source.iso and value == source.iso and source.value != value:
+    if source.iso and value == source.iso:  # the ISO reading (also when the request wrote it so)
         return "iso"
     if isinstance(value, str) and source.is_number:
         return "number_text"

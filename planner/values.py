@@ -36,6 +36,7 @@ NUMBER = re.compile(
 CODE = re.compile(
     r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])|\b[A-Z]{2,}-[A-Z0-9]+\b"
 )
+COORDINATES = re.compile(r"(?<![\w.])(-?\d{1,2}\.\d{2,})\s*,\s*(-?\d{1,3}\.\d{2,})(?![\w.])")
 EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")
 
@@ -47,7 +48,8 @@ class Candidate:
     """One value the request offers; `start`..`end` is where it was written (-1 when derived)."""
 
     value: Any
-    kind: str  # quoted, list, object, email, url, phone, date, datetime, time, expression, number, code, phrase, ngram
+    kind: str  # quoted, list, object, email, url, phone, date, datetime, time, expression, number, code, phrase,
+    # ngram, coordinates (a written "lat,lng" pair) and its latitude and longitude
     start: int
     end: int
     cue: str = ""  # the few words just before it ("tax rate of")
@@ -145,6 +147,12 @@ def extract(request: str, today: date) -> RequestValues:
             normal = dates.time_normal(text)
             if normal and normal != text:
                 found.append(Candidate(normal, "time", m.start(), m.end(), iso=clock, written=False))
+            claim(m.start(), m.end())
+    for m in COORDINATES.finditer(request):  # "45.5017,-73.5673": a point, and its latitude and longitude
+        if free(m.start(), m.end()):
+            found.append(Candidate(m.group(0), "coordinates", m.start(), m.end()))
+            found.append(Candidate(_number(float(m.group(1))), "latitude", m.start(1), m.end(1)))
+            found.append(Candidate(_number(float(m.group(2))), "longitude", m.start(2), m.end(2)))
             claim(m.start(), m.end())
     for pattern in lex.time_patterns:  # a language's own clock ("下午3点半" → 15:30)
         for m in pattern.finditer(request):

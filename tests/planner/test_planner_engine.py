@@ -133,13 +133,13 @@ def test_two_steps_with_a_reference_on_a_user_catalog(
 def test_nothing_fits_gives_no_plan_without_calling_the_engine(
     engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
 ) -> None:
-    result = plan_with(
-        engine, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6}
-    )
+    result = plan_with(engine, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6})
     assert result.plan is None and result.path == "no_plan" and result.attempts == []
 
 
-def test_fallback_engages_when_the_model_path_fails(engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder) -> None:
+def test_fallback_engages_when_the_model_path_fails(
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
+) -> None:
     # max_tokens forced to 8: every JSON answer is cut off, so the model path fails for real
     result = plan_with(engine, engine_model, minilm, REQUESTS[0], max_tokens_cap=8, max_retries=1)
     assert result.path == "fallback" and result.plan is not None

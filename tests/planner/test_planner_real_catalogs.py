@@ -280,3 +280,24 @@ def test_the_tenants_corrected_plan_teaches_the_structure_and_its_arguments() ->
     asyncio.run(svc.plan("Flights from Paris to Rome on June 9, 2027, 3 adults", tenant="globex", cache_salt="t",
                          tools=rc.TRAVEL))  # fmt: skip
     assert "Boston" not in "".join(other.prompts)  # another tenant never sees acme's memory
+
+
+# Chinese on the demo domain -------------------------------------------------------------------------
+def test_a_chinese_request_plans_on_the_demo_domain() -> None:
+    """configs/lexicon/zh.yaml (dates, connectives, a glossary for the English embedding model) and the
+    travel pack's Chinese city names and goal words."""
+    from tests.planner.helpers import demo_catalog
+
+    flight = '{"origin": "Shanghai", "destination": "Hangzhou", "date": "2027-06-20"}'
+    llm = FakePlannerLLM(flight, '{"city": "Hangzhou", "date": "2027-06-20"}')
+    svc = PlannerService.from_config(PlannerConfig(today=TODAY), llm=llm, catalog=demo_catalog(), embedder=EMBEDDER[0])
+    result = asyncio.run(svc.plan("查询6月20日从上海到杭州的航班，并查一下杭州当天的天气", tenant="t", cache_salt="s"))
+    assert result.path == "model" and [n.tool for n in result.plan.nodes] == ["search_flights", "get_weather"]
+    first = llm.history[0]["schema"]["properties"]
+    assert (
+        first["origin"]["anyOf"][0]["enum"][0] == "Shanghai"
+        and first["destination"]["anyOf"][0]["enum"][0] == "Hangzhou"
+    )
+    assert first["date"]["enum"] == ["2027-06-20"]
+    weather = llm.history[1]["schema"]["properties"]
+    assert weather["date"]["enum"] == ["2027-06-20"]  # "当天" (that day): the date of the step before
