@@ -108,10 +108,10 @@ def classify(arg: str, schema: Any) -> ArgKind:
     fmt_name = str(schema.get("format", ""))
     last = words[-1] if words else ""
     before = words[-2] if len(words) > 1 and last in lex.kind_tails else ""
-    described = [w.lower() for w in re.findall(r"[A-Za-z]+", str(schema.get("description", "")))]
+    said = [w.lower() for w in re.findall(r"[A-Za-z]+", described)]
     for value_kind, names in lex.kind_words.items():
         if fmt_name in (value_kind, "uri" if value_kind == "url" else value_kind) or last in names or before in names:
             return ArgKind(value_kind)
-        if any(a == value_kind and b in lex.kind_tails for a, b in zip(described, described[1:], strict=False)):
+        if any(a == value_kind and b in lex.kind_tails for a, b in zip(said, said[1:], strict=False)):
             return ArgKind(value_kind)  # "Recipient email address."
     return ArgKind("text")
