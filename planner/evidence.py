@@ -116,9 +116,7 @@ class NodeEvidence:
         required = arg in tool.required
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
-        same = self._same_named_refs(arg, schema)
-        if arg not in tool.required and not self._mentions(arg):  # an earlier output the request asks for
-            same = ()
+        same = self._same_named_refs(arg, schema) if required else ()  # (optional: a filler more often than not)
         if kind.is_date:
             return self._date(arg, kind, required, same)
         if kind.kind == "enum":
@@ -129,6 +127,9 @@ class NodeEvidence:
             return self._shaped(arg, kind, required, same, description_keywords(schema) if kind.is_identifier else [])
         if kind.kind in ("number", "integer"):
             return self._number(arg, schema, kind, required, same)
+        point = [c.value for c in self._inside() if c.kind == "coordinates"]
+        if point and set(ordered_tokens(arg)) & self.lex.coordinate_words.get("point", frozenset()):
+            return ArgOptions(arg, required, kind, tuple(point), typed=True, closed=True)  # "location": "45.5,-73.5"
         if required:
             return ArgOptions(arg, True, kind)
         cued = [
@@ -284,11 +285,16 @@ class NodeEvidence:
         for back, word in enumerate(reversed(cue[-3:])):
             if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
                 score += max(w["cue_near"] - back, 1.0)
+                if back == 0 and len(tokens) == 1:
+                    score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
         if roles and cue and role_match(cue[-1], tokens, self.lex):
             score += w["role"]
         if cue and cue[-1] in self.lex.naming_words and tokens & self.lex.name_args:
             score += w["role"]  # "called 'Digest'" → name
-        if c.tail and c.tail not in self.lex.stopwords and (c.tail in tokens or self.lex.stem(c.tail) in stems):
+        words = ordered_tokens(arg)
+        cut = next((i for i, word in enumerate(words) if word in self.lex.denominators), len(words))
+        heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
+        if c.tail and c.tail not in self.lex.stopwords and self.lex.stem(c.tail) in heads & (stems | {c.tail}):
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         return score
 
@@ -296,7 +302,11 @@ class NodeEvidence:
         """The words right before a value, back to the value written before it (at most 3)."""
         if c.start < 0:
             return c.cue.split()[-3:]
-        before = [v.end for v in self.values.candidates if v.written and v.kind != "ngram" and 0 <= v.end <= c.start]
+        before = [  # (a capitalised word may be the cue itself: "the HTML '<h1>Hi</h1>'")
+            v.end
+            for v in self.values.candidates
+            if v.written and v.kind not in ("ngram", "phrase") and 0 <= v.end <= c.start
+        ]
         since = max(before, default=0)
         segment = self.values.text[max(since, c.start - 48) : c.start]
         words = re.findall(r"[A-Za-z]+", lexicon_for(segment).glossed(segment))  # "主题“…”" → subject
@@ -353,11 +363,6 @@ class NodeEvidence:
         first = min(positions)
         before = set(self.words[max(0, first - 2) : first]) - set(words)
         return not bool(before & lex.negations)
-
-    def _mentions(self, arg: str) -> bool:
-        """A word of the argument's name (not a stopword) is in the request."""
-        said = {self.lex.stem(w) for w in self.words}
-        return any(self.lex.stem(t) in said for t in ordered_tokens(arg) if t not in self.lex.stopwords and len(t) > 2)
 
     def _same_named_refs(self, arg: str, schema: dict[str, Any]) -> tuple[str, ...]:
         """Earlier outputs named like the argument (any naming style), of a type that fits it."""

@@ -147,10 +147,11 @@ class SchemaBuilder:
                 value = self._typed(sub if isinstance(sub, dict) else {}, options, context)
             else:
                 value = self._value(sub if isinstance(sub, dict) else {}, _Slot(name, need, 0), context)
+            written = options is not None and not need and options.supported and (options.values or options.refs)
             if value is None:
                 value = {"type": "null"}
-            elif not need and mode == "nullable" and not _allows_null(value):
-                value = {"anyOf": [value, {"type": "null"}]}
+            elif not need and mode == "nullable" and not _allows_null(value) and not written:
+                value = {"anyOf": [value, {"type": "null"}]}  # (an optional argument with evidence is written)
             props[name] = value
         schema: JsonSchema = {"type": "object", "properties": props, "additionalProperties": False}
         schema["required"] = list(props) if mode != "optional" else [n for n in props if n in required]

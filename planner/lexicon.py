@@ -86,6 +86,7 @@ class Lexicon:
     coordinate_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     negations: frozenset[str] = frozenset()
+    denominators: frozenset[str] = frozenset()
     naming_words: frozenset[str] = frozenset()
     name_args: frozenset[str] = frozenset()
     flag_words: frozenset[str] = frozenset()
@@ -167,6 +168,7 @@ def _load(path: Path, language: str) -> Lexicon:
         coordinate_words=MappingProxyType({k: _words(v) for k, v in (data.get("coordinate_words") or {}).items()}),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
         negations=_words(data.get("negations")),
+        denominators=_words(data.get("denominators")),
         naming_words=_words(data.get("naming_words")),
         name_args=_words(data.get("name_args")),
         flag_words=_words(data.get("flag_words")),

@@ -135,6 +135,11 @@ class NodeTurns:
             if current is not None and current.required and current.kind.is_date and values:
                 fresh = tuple(v for v in values if v not in current.values and _same_type(v, current.values))
                 options[arg] = replace(current, values=(*fresh, *current.values), missing=None)
+        looked_up = {lk.seed for lk in self.req.selection.lookups if lk.consumer == index and lk.seed}
+        if looked_up and list(tools) == self.req.selection.sequence:  # what found the thing is not a new value
+            for arg, current in options.items():
+                if not current.required and current.values and set(current.values) <= looked_up:
+                    options[arg] = replace(current, values=(), supported=False)
         for arg, seeds in self._seeds(index, tool, tools).items():  # a lookup is queried by the request's name
             current = options[arg]
             options[arg] = replace(current, values=(*seeds, *current.values), typed=True, supported=True)

@@ -259,6 +259,8 @@ def _numbers(request: str, free: Any, lex: Lexicon) -> list[Candidate]:
         scale = {"k": 1000, "thousand": 1000, "million": 1_000_000}.get(suffix.lower(), 1)
         written = _number(value * scale)
         out.append(Candidate(written, "number", m.start(), m.end()))
+        if len(digits) >= 6 and not (sign or fraction or suffix or m.group(2) or "," in m.group(3)):
+            out.append(Candidate(digits, "code", m.start(3), m.end(3)))  # "payment 8835502392934513": an id
         if suffix in ("%", "percent"):
             out.append(Candidate(_number(round(value / 100, 10)), "number", m.start(), m.end(), written=False))
         elif m.group(2) or "," in m.group(3):

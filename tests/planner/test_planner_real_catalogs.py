@@ -77,7 +77,7 @@ def test_the_grammar_leaves_out_unsupported_optionals_and_closes_typed_values() 
     result = plan(service(llm), "Invoice ACME 1200 euros, issued March 3, 2027", rc.CRM)
     invoice = llm.history[1]["schema"]["properties"]
     assert set(invoice) == {"customerId", "amount", "currency", "issueDate"}
-    assert invoice["issueDate"] == {"anyOf": [{"enum": ["2027-03-03"]}, {"type": "null"}]}
+    assert invoice["issueDate"] == {"enum": ["2027-03-03"]}  # with evidence, an optional argument is written
     assert result.path == "model" and "notes" not in result.plan.node("n2").args
 
 
@@ -273,7 +273,7 @@ def test_the_tenants_corrected_plan_teaches_the_structure_and_its_arguments() ->
     assert keyword["anyOf"][0]["enum"][0] == "Paris"
     offers = llm.history[2]["schema"]["properties"]
     assert offers["originLocationCode"] == {"enum": ["$n1.data.0.iataCode"]}  # the skeleton's data flow
-    assert offers["currencyCode"] == {"anyOf": [{"enum": ["EUR"]}, {"type": "null"}]}  # written as it was taught
+    assert offers["currencyCode"] == {"enum": ["EUR"]}  # written as it was taught
     assert offers["departureDate"]["enum"] == ["2027-06-09"] and offers["adults"]["anyOf"][0]["enum"][0] == 3
     other = FakePlannerLLM()
     svc.llm = svc.decoder.llm = other
