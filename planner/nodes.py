@@ -143,12 +143,25 @@ class NodeTurns:
         for arg, seeds in self._seeds(index, tool, tools).items():  # a lookup is queried by the request's name
             current = options[arg]
             options[arg] = replace(current, values=(*seeds, *current.values), typed=True, supported=True)
-        for arg, value in self._carried(index).items():
+        carried = self._carried(index)
+        for arg, value in carried.items():
             current = options.get(arg)
             if current is not None and not current.supported:
                 kept = (value,) if not (isinstance(value, str) and value.startswith("$")) else ()
                 options[arg] = ArgOptions(arg, False, current.kind, kept, typed=True, closed=True)
+        taught = self._taught(index)
+        if taught is not None:  # the demonstration's structure: the optional arguments it wrote, no others
+            for arg, current in options.items():
+                if not current.required and arg not in taught:
+                    options[arg] = replace(current, supported=False)
         return options
+
+    def _taught(self, index: int) -> set[str] | None:
+        """The arguments the skeleton's node `index` wrote (None: no skeleton, or no value transfer)."""
+        if self.skeleton is None or not self.config.stages.value_transfer:
+            return None
+        nodes = self.skeleton.plan.get("nodes", [])
+        return set(nodes[index].get("args", {})) if index < len(nodes) else None
 
     def _seeds(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """For a lookup node of the proposal: its query argument → the names the request gives."""

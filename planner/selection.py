@@ -91,6 +91,20 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2}
 
 
+def _with_toolless_tails(request: str, hints: list[StepHint]) -> list[StepHint]:
+    """The hints that propose a tool, each step extended over the tool-less steps right after it ("...,
+    subject 'Hi', text 'See you'": values of the same call)."""
+    out: list[StepHint] = []
+    for hint in hints:
+        if hint.tool:
+            out.append(hint)
+        elif out:
+            last = out[-1]
+            step = Step(request[last.step.start : hint.step.end], last.step.start, hint.step.end, last.step.implicit)
+            out[-1] = StepHint(step, last.tool, last.score)
+    return out
+
+
 def _name_words(steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
     """Per step and tool: `weights().selection["name_word"]` for each word of the tool's name but its verb
     that the step writes, and `name_verb` when the step writes the name's verb or a synonym of it
@@ -150,7 +164,7 @@ class ToolSelector:
         hints = self._hints(steps, per_step, names, set(shortlist.names()))
         if self.config.repeat_mask:
             hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
-        proposed = [h for h in hints if h.tool]
+        proposed = _with_toolless_tails(request, hints)
         spans = [(h.step.start, h.step.end) for h in proposed]
         similarity = {names[i]: float(best[i]) for i in range(len(names))}
         sequence, chained, serves, gaps = with_prerequisites(
