@@ -262,7 +262,10 @@ class NodeEvidence:
     def _optional(
         self, arg: str, kind: ArgKind, values: list[Any], same: tuple[str, ...], *, typed: bool = True
     ) -> ArgOptions:
-        kept = tuple(dict.fromkeys(values))
+        kept: tuple[Any, ...] = ()
+        for value in values:  # (lists are values too: no set, no dict)
+            if value not in kept:
+                kept = (*kept, value)
         supported = bool(kept or same)
         return ArgOptions(arg, False, kind, kept, same, typed=typed, closed=True, supported=supported)
 

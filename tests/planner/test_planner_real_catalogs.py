@@ -301,3 +301,10 @@ def test_a_chinese_request_plans_on_the_demo_domain() -> None:
     assert first["date"]["enum"] == ["2027-06-20"]
     weather = llm.history[1]["schema"]["properties"]
     assert weather["date"]["enum"] == ["2027-06-20"]  # "当天" (that day): the date of the step before
+
+
+def test_a_list_the_request_writes_can_be_an_optional_arguments_evidence() -> None:
+    tools = [rc.function("tagTask", "Tag a task", {"title": {"type": "string"},
+                         "labels": {"type": "array", "items": {"type": "string"}}}, ["title"])]  # fmt: skip
+    options = options_of(tools, "tagTask", "Tag the task 'Ship it' with labels ['urgent', 'ops'] and labels ['x']")
+    assert options["labels"].supported and ["urgent", "ops"] in options["labels"].values
