@@ -350,7 +350,8 @@ def _unwrap_nullable(schema: Any) -> Any:
 
 
 def output_fields(schema: Mapping[str, Any], prefix: str = "", depth: int = 0) -> tuple[tuple[str, str], ...]:
-    """Referencable (path, type) pairs of an output schema: top-level fields and one level below."""
+    """Referencable (path, type) pairs of an output schema: top-level fields and one level below, where a
+    list of objects is entered at its first item (`customers.0.customerId`: what a lookup returns)."""
     found: list[tuple[str, str]] = []
     for name, sub in (schema.get("properties") or {}).items():
         sub = _unwrap_nullable(sub)
@@ -359,6 +360,9 @@ def output_fields(schema: Mapping[str, Any], prefix: str = "", depth: int = 0) -
         found.append((path, kind if isinstance(kind, str) else ""))
         if depth == 0 and isinstance(sub, dict) and kind == "object":
             found.extend(output_fields(sub, path + ".", depth + 1))
+        items = sub.get("items") if isinstance(sub, dict) and kind == "array" else None
+        if depth == 0 and isinstance(items, dict) and isinstance(items.get("properties"), dict):
+            found.extend(output_fields(items, path + ".0.", depth + 1))
     return tuple(found)
 
 

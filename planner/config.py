@@ -1,15 +1,19 @@
 """Planner configuration, mounted by the gateway as `planner:` in the global settings.
 
-An engine profile may override any of these for its model (configs/profiles/*.yaml, `planner:`): the
-tiny CPU model plans best with `grounding: grounded`, a strong GPU model with `free`.
+An engine profile sets the defaults for its model (configs/profiles/*.yaml, `planner:`), merged field by
+field at any depth under what the configuration file or the environment sets (`PlannerConfig.over`):
+the tiny CPU model plans best with `grounding: grounded` and every stage of `stages` on, a strong GPU
+model with `free` and the hints a small model needs turned off. `stages` is the one place that decides
+which of the pipeline's heuristics run.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -96,7 +100,58 @@ class SelectionConfig(BaseModel):
         description="When no tool reaches this similarity with the request or any of its steps, the answer is "
         "'no tool fits' (no plan) without calling the model.",
     )
-    hints: bool = Field(default=True, description="Show the model the proposed tool of each step.")
+
+
+class PipelineStages(BaseModel):
+    """The pipeline's heuristics, each a stage an engine profile turns on or off. A small model needs
+    them all; a strong one reads the request, the catalog and its examples itself (Phi-3 profile)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_hints: bool = Field(default=True, description="Show the model the proposed tool of each step.")
+    proposal_line: bool = Field(
+        default=True, description="Show the whole proposed sequence when it differs from the steps' tools."
+    )
+    drafts: bool = Field(
+        default=True, description="Show the model a drafted argument object per node (planner/drafting.py)."
+    )
+    pack_intent: bool = Field(default=True, description="Show the applicable packs' structured intent.")
+    skeletons: bool = Field(
+        default=True,
+        description="Reuse a retrieved demonstration's plan structure (tools and references; thresholds "
+        "`skeleton_agree_score`, `skeleton_min_score`).",
+    )
+    learned_refs: bool = Field(
+        default=True,
+        description="Data flow learned from demonstrations (planner/dataflow.py; thresholds `learned_refs_*`).",
+    )
+    evidence: bool = Field(
+        default=True,
+        description="Arguments by evidence (planner/evidence.py): an optional argument is in the grammar only "
+        "when the request or an earlier output supplies its value; dates in the declared format, identifiers "
+        "never a name, enums and flags mapped from the request's words.",
+    )
+    defaults: bool = Field(
+        default=False,
+        description="With `evidence`: an optional argument the request says nothing about is written with its "
+        "schema `default` (off: left out, so the service applies that default itself; on: the convention of "
+        "data sets whose gold plans spell defaults out, such as NESTFUL's).",
+    )
+    lookups: bool = Field(
+        default=True,
+        description="A required identifier the request only names gets the lookup that returns it first "
+        "(planner/prerequisites.py); the argument then takes only that output.",
+    )
+    needs_input: bool = Field(
+        default=True,
+        description="A required value nothing can fill, or a value the request gives that a business rule "
+        "refuses, is a `needs_input` answer listing them (never an invented value).",
+    )
+    value_transfer: bool = Field(
+        default=True,
+        description="A skeleton's literal values are refilled from the new request by where they came from "
+        "in the demonstration's (planner/transfer.py), and its structure decides which arguments are written.",
+    )
 
 
 class PlannerConfig(BaseModel):
@@ -133,10 +188,7 @@ class PlannerConfig(BaseModel):
         "'model' suits models that choose tools well (configs/profiles/phi3-mini-gpu.yaml); 'proposal' suits small "
         "ones that do not (README, Planner: why SmolLM2-135M uses it).",
     )
-    argument_hints: bool = Field(
-        default=True,
-        description="Show the model a drafted argument object per node (planner/drafting.py) as a suggestion.",
-    )
+    stages: PipelineStages = Field(default_factory=PipelineStages)
     grammar: GrammarConfig = Field(default_factory=GrammarConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     packs: list[str] = Field(
@@ -227,7 +279,24 @@ class PlannerConfig(BaseModel):
     def effective_today(self) -> date:
         return self.today or date.today()
 
+    def over(self, defaults: Mapping[str, Any]) -> PlannerConfig:
+        """This configuration over `defaults` (an engine profile's `planner:` section): a field set here —
+        in the configuration file or the environment — wins, at any depth (`stages.drafts` set here keeps
+        the profile's other stages); every other field takes the default. ValidationError on a bad one."""
+        return PlannerConfig.model_validate(_merged(self, defaults))
+
     def fingerprint(self) -> str:
         """Hash of everything that can change a plan (part of the plan cache key)."""
         text = self.model_dump_json(exclude={"cache_ttl_s", "cache_size", "today"})
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _merged(model: BaseModel, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    out = model.model_dump()
+    for key, value in defaults.items():
+        current = getattr(model, key, None)
+        if isinstance(current, BaseModel) and isinstance(value, Mapping):
+            out[key] = _merged(current, value)
+        elif key not in model.model_fields_set:
+            out[key] = value
+    return out

@@ -20,9 +20,9 @@ from contract.demonstrations import Demonstration
 from contract.plan import iter_references
 from planner.catalog import ToolCatalog, ToolDef
 from planner.grammar import Upstream
+from planner.lexicon import lexicon_for, weights
 from planner.values import name_tokens
 
-_ANAPHORA = re.compile(r"\b(it|its|them|they|this|that|these|those|result|results|output|above|previous|same)\b", re.I)
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -34,17 +34,24 @@ def reference_hints(step: str, arg_names: Sequence[str], upstream: Sequence[Upst
     """References worth showing for a node, best first (the grammar offers all of them anyway)."""
     words = set(_WORD.findall(step.lower()))
     args = {t for name in arg_names for t in name_tokens(name)}
+    anaphora = lexicon_for(step).anaphora
+    w = weights().hints
     scored: list[tuple[float, int, str]] = []
     order = 0
     for distance, up in enumerate(reversed(upstream)):
         tool_words = {t for t in name_tokens(up.tool.name) if len(t) > 2}
-        mentioned = bool(tool_words & words) or bool(_ANAPHORA.search(step))
-        whole = 1.0 + (1.5 if mentioned else 0.0) - 0.2 * distance
+        mentioned = bool(tool_words & words) or bool(anaphora.search(step))
+        whole = w["whole"] + (w["whole_mentioned"] if mentioned else 0.0) - w["distance"] * distance
         scored.append((whole, order, f"${up.node_id}"))
         order += 1
         for path, _kind in up.tool.output_fields:
             fw = _field_words(path)
-            score = 2.0 * len(fw & words) + 1.5 * len(fw & args) + (0.5 if mentioned else 0.0) - 0.2 * distance
+            score = (
+                w["field_in_step"] * len(fw & words)
+                + w["field_in_args"] * len(fw & args)
+                + (w["field_mentioned"] if mentioned else 0.0)
+                - w["distance"] * distance
+            )
             scored.append((score, order, f"${up.node_id}.{path}"))
             order += 1
     scored.sort(key=lambda item: (-item[0], item[1]))

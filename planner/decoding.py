@@ -1,9 +1,11 @@
 """Turning prompts into a candidate plan with the engine: staged, one-shot or unconstrained.
 
 Staged: one call for the tool sequence (skipped when a skeleton or the proposal supplies it), then one
-call per node for its arguments, each under its own small grammar. Every call extends the same
-conversation, so each prompt is the previous one plus two turns and the engine's prefix cache (salted
-per tenant) serves the shared part. What a node may be filled with (request values, references, the
+call per node for its arguments, each under its own small grammar. A node cut off at its token budget
+inside a free string (a 135M model can repeat itself there) is asked once more with that argument's free
+strings bounded (`bound_runaway`): the second answer must end, so it cannot run away again. Every call
+extends the same conversation, so each prompt is the previous one plus two turns and the engine's prefix
+cache (salted per tenant) serves the shared part. What a node may be filled with (request values, references, the
 step it came from) is decided by the caller's `NodeContext` function: this module only talks to the
 engine and parses what comes back.
 """
@@ -12,14 +14,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contract.errors import PlanstackBaseError
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.grammar import SchemaBuilder, ValueContext, max_tokens_for, unwrap_other
+from planner.grammar import JsonSchema, SchemaBuilder, ValueContext, max_tokens_for, unwrap_other
 from planner.llm import Completion, Message, PlannerLLM
 from planner.prompts import PromptBook, compact
 
@@ -85,6 +87,34 @@ class Decoded:
         if not tokens:
             return None
         return sum(c.latency_s - (c.ttft_s or 0.0) for c in timed) / tokens
+
+
+RUNAWAY_MAX_CHARS = 48  # a free string re-asked after a cut-off: bounded, in that one grammar only
+
+
+def bound_runaway(schema: Mapping[str, Any], text: str) -> JsonSchema | None:
+    """`schema` with the free strings of the argument a cut-off answer was writing (its last key) bounded to
+    RUNAWAY_MAX_CHARS; None when no such argument or free string is found. A bounded string costs outlines
+    a large index (README "Grammar memory"), so only this one re-ask of one node carries it."""
+    keys = [k for k in re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', text) if k in schema.get("properties", {})]
+    if not keys:
+        return None
+    props = dict(schema["properties"])
+    bounded = _bounded(props[keys[-1]])
+    if bounded == props[keys[-1]]:
+        return None
+    props[keys[-1]] = bounded
+    return {**schema, "properties": props}
+
+
+def _bounded(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_bounded(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema.get("type") == "string" and set(schema) <= {"type", "format"} and "format" not in schema:
+        return {"type": "string", "maxLength": RUNAWAY_MAX_CHARS}
+    return {k: _bounded(v) if isinstance(v, (dict, list)) else v for k, v in schema.items()}
 
 
 def parse_json_object(text: str, *, lenient: bool = False) -> dict[str, Any]:
@@ -165,6 +195,8 @@ class PlanDecoder:
                 ]
                 schema = self.schemas.args_schema(catalog.get(name), turn.context)
                 text = await self._call(out, conversation, schema, cache_salt)
+                if out.calls[-1].finish_reason == "length" and (bounded := bound_runaway(schema, text)) is not None:
+                    text = await self._call(out, conversation, bounded, cache_salt)  # the same node, its string bounded
                 args = {k: v for k, v in unwrap_other(parse_json_object(text)).items() if v is not None}
                 nodes.append({"id": node_id, "tool": name, "args": args})
             out.candidate = {"nodes": nodes}

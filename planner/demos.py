@@ -17,16 +17,15 @@ from typing import Any
 
 from contract.demonstrations import Demonstration
 from planner.catalog import ToolCatalog
+from planner.lexicon import lexicon_for
 from planner.similarity import CachedEmbedder
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    ("a", "an", "the", "and", "or", "of", "to", "for", "in", "on", "at", "with", "from", "by", "me", "my", "i"),
-) | frozenset(("we", "our", "us", "is", "are", "be", "it", "that", "this"))
 
 
 def words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    stop = lexicon_for(text).stopwords
+    return {w for w in _WORD.findall(text.lower()) if w not in stop}
 
 
 class WordOverlapDemonstrations:

@@ -20,12 +20,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from planner.argkinds import dateish, ordered_tokens, timeish
 from planner.catalog import ToolDef
 from planner.grammar import Upstream
+from planner.lexicon import lexicon, lexicon_for, weights
 from planner.values import Candidate, RequestValues, name_tokens
-
-_DATEISH = re.compile(r"date|day|deadline|due|birth", re.I)
-_TIMEISH = re.compile(r"time|hour", re.I)
 
 
 def _cue_match(candidate: Candidate, arg: str) -> int:
@@ -57,38 +56,37 @@ def _type_ok(candidate: Candidate, schema: dict[str, Any], arg: str) -> bool:
         return isinstance(candidate.value, dict)
     if kind == "boolean":
         return False
+    lex = lexicon("en")
+    if candidate.is_number and candidate.written:  # a count typed as text: "for 2 nights" → "2"
+        words = ordered_tokens(arg)
+        return kind in (None, "string") and len(words) > 1 and words[0] in lex.count_words
     if not candidate.is_string:
         return False
-    dateish = bool(_DATEISH.search(arg)) or str(schema.get("format", "")).startswith("date")
-    timeish = bool(_TIMEISH.search(arg)) and not dateish
-    if candidate.kind in ("date", "datetime"):
-        return dateish or timeish
+    date_arg = dateish(arg, schema, lex)
+    time_arg = timeish(arg, lex) and not date_arg
+    if candidate.kind == "datetime":
+        return date_arg or time_arg
+    if candidate.kind == "date":  # a day is not a clock
+        return date_arg
     if candidate.kind == "time":
-        return timeish
-    return not dateish or candidate.kind == "quoted"
-
-
-_KIND_ARGS = {
-    "phone": {"phone", "mobile", "tel", "telephone", "cell"},
-    "email": {"email", "mail", "recipient", "recipients", "sender"},
-    "url": {"url", "link", "website", "site", "uri", "page", "domain"},
-}
+        return time_arg
+    return not date_arg or candidate.kind == "quoted"
 
 
 def _score(candidate: Candidate, arg: str, schema: dict[str, Any], span: tuple[int, int] | None) -> float:
-    score = 3.0 * _cue_match(candidate, arg)
-    affine = _KIND_ARGS.get(candidate.kind)
+    w, lex = weights().draft, lexicon("en")
+    score = w["cue"] * _cue_match(candidate, arg)
+    affine = lex.kind_words.get(candidate.kind)
     if affine is not None:  # a phone number belongs to a phone-like argument, whatever words precede it
-        score += 3.0 if name_tokens(arg) & affine else -2.0
-    description = {w for w in re.findall(r"[a-z]+", str(schema.get("description", "")).lower()) if len(w) > 3}
-    score += 0.5 * len(description & set(candidate.cue.split()))
+        score += w["kind_affine"] if name_tokens(arg) & affine else w["kind_foreign"]
+    description = {w_ for w_ in re.findall(r"[a-z]+", str(schema.get("description", "")).lower()) if len(w_) > 3}
+    score += w["description"] * len(description & set(candidate.cue.split()))
     if span is not None and candidate.start >= 0:
-        score += 2.0 if span[0] <= candidate.start < span[1] else -1.0
-    score += {"quoted": 0.6, "phrase": 0.4, "date": 0.3, "number": 0.3, "ngram": -1.0}.get(candidate.kind, 0.0)
+        score += w["in_step"] if span[0] <= candidate.start < span[1] else w["out_of_step"]
+    score += weights().draft_kind.get(candidate.kind, 0.0)
     return score
 
 
-_ANAPHORA = re.compile(r"\b(it|its|them|they|this|that|these|those|result|results|output|same)\b", re.I)
 _WORD = re.compile(r"[a-z0-9]+")
 _REF_TYPES = {
     "number": {"number", "integer", ""},
@@ -119,7 +117,8 @@ def reference_options(
     salary"), one named like the argument, or the latest output when the step says "it"/"that"."""
     words = set(_WORD.findall(step.lower()))
     head = _head(arg)
-    anaphora = bool(_ANAPHORA.search(step))
+    anaphora = bool(lexicon_for(step).anaphora.search(step))
+    w = weights().reference
     kinds = _REF_TYPES.get(str(schema.get("type", "")), set(_REF_TYPES))
     wanted = str(schema.get("type", ""))
     out: list[tuple[float, str]] = []
@@ -130,20 +129,19 @@ def reference_options(
             leaf = path.rsplit(".", 1)[-1]
             score = 0.0
             if _mentioned(leaf, words):
-                score += 3.5
+                score += w["mentioned"]
             if leaf == arg:
-                score += 2.5
+                score += w["same_name"]
             elif head and _head(leaf) == head:
-                score += 1.5
+                score += w["same_head"]
             if anaphora and distance == 0:
-                score += 1.0 + (1.5 if rank_in_tool == 0 and not named else 0.0)
+                score += w["anaphora"] + (w["anaphora_first"] if rank_in_tool == 0 and not named else 0.0)
             if score > 0:
-                score += (
-                    0.5 if field_kind == wanted else (-0.5 if field_kind and wanted and field_kind != wanted else 0.0)
-                )
-                out.append((score - 0.3 * distance, f"${up.node_id}.{path}"))
+                mismatch = field_kind and wanted and field_kind != wanted
+                score += w["type_match"] if field_kind == wanted else (w["type_mismatch"] if mismatch else 0.0)
+                out.append((score - w["distance"] * distance, f"${up.node_id}.{path}"))
         if not fields and anaphora and distance == 0:
-            out.append((2.5, f"${up.node_id}"))
+            out.append((w["whole_anaphora"], f"${up.node_id}"))
     return sorted(out, key=lambda item: -item[0])
 
 
@@ -179,7 +177,7 @@ def draft_args(
         for up in reversed(upstream):  # the same argument of an earlier node: keep its literal value
             earlier = up.args.get(arg)
             if earlier is not None and not (isinstance(earlier, str) and earlier.startswith("$")):
-                options.append((4.5, arg, earlier, None))
+                options.append((weights().draft["earlier_literal"], arg, earlier, None))
                 break
         if arg in required:
             options += [(score, arg, ref, None) for score, ref in reference_options(arg, schema, step, upstream)]
@@ -191,10 +189,13 @@ def draft_args(
         is_ref = isinstance(value, str) and value.startswith("$")
         if arg in draft or (index is not None and index in used) or (is_ref and value in used_refs):
             continue
-        if arg not in required and (index is None or _cue_match(values.candidates[index], arg) == 0) and score < 4.5:
+        cued_here = index is not None and _cue_match(values.candidates[index], arg) > 0
+        if arg not in required and not cued_here and score < weights().draft["optional_min"]:
             continue
-        if score < -0.5 and arg not in required:
+        if score < weights().draft["floor"] and arg not in required:
             continue
+        if isinstance(value, (int, float)) and (tool.properties.get(arg) or {}).get("type") == "string":
+            value = str(value)
         draft[arg] = value
         if index is not None:
             used.add(index)

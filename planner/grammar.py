@@ -31,16 +31,16 @@ grammar (it could blow up compilation); candidates are filtered by it and valida
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner import safe_regex, sizing
+from planner.argkinds import dateish, timeish
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import GrammarConfig, Grounding
 from planner.sizing import Budget
-from planner.values import Candidate, RequestValues, name_tokens, rank
+from planner.values import Candidate, RequestValues, rank
 
 JsonSchema = dict[str, Any]
 OTHER = "other"
@@ -59,10 +59,6 @@ def fits(output_kind: str, arg_kind: str) -> bool:
     """Whether an output of JSON type `output_kind` can fill an argument of type `arg_kind` ("": unknown
     or untyped, which fits everything)."""
     return not output_kind or not arg_kind or output_kind in _COMPATIBLE.get(arg_kind, set(_COMPATIBLE))
-
-
-_DATEISH = re.compile(r"date|day|_on$|^on$|deadline|due|birth|since|until", re.I)
-_TIMEISH = re.compile(r"time|hour|clock", re.I)
 
 
 @dataclass(frozen=True)
@@ -86,6 +82,7 @@ class ValueContext:
     preferred: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # argument → pack values, first
     excluded: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # argument → values a retry removed
     refs_only: Mapping[str, Sequence[str]] = field(default_factory=dict)  # argument → the earlier nodes it takes
+    arguments: Mapping[str, Any] | None = None  # argument → planner.evidence.ArgOptions; None: every argument
 
 
 _SCALAR: JsonSchema = {"type": ["string", "number", "boolean", "null"]}
@@ -135,20 +132,44 @@ class SchemaBuilder:
             if not need and mode == "omit":
                 continue
             sub = tool.properties[name]
-            if context.forced_refs is not None and name in context.forced_refs:
+            options = context.arguments.get(name) if context.arguments is not None else None
+            forced = context.forced_refs is not None and name in context.forced_refs
+            if context.arguments is not None and not forced and (options is None or not options.supported):
+                continue  # an optional argument without evidence is left out: the service's default applies
+            if forced and context.forced_refs is not None:
                 value: JsonSchema | None = {"enum": [context.forced_refs[name]]}
             elif name in context.refs_only and (learned := self._learned_ref(sub, name, context)) is not None:
                 value = learned
+            elif options is not None and options.typed:
+                value = self._typed(sub if isinstance(sub, dict) else {}, options, context)
             else:
                 value = self._value(sub if isinstance(sub, dict) else {}, _Slot(name, need, 0), context)
+            written = options is not None and not need and options.supported and (options.values or options.refs)
             if value is None:
                 value = {"type": "null"}
-            elif not need and mode == "nullable" and not _allows_null(value):
-                value = {"anyOf": [value, {"type": "null"}]}
+            elif not need and mode == "nullable" and not _allows_null(value) and not written:
+                value = {"anyOf": [value, {"type": "null"}]}  # (an optional argument with evidence is written)
             props[name] = value
         schema: JsonSchema = {"type": "object", "properties": props, "additionalProperties": False}
         schema["required"] = list(props) if mode != "optional" else [n for n in props if n in required]
         return schema
+
+    def _typed(self, schema: Mapping[str, Any], options: Any, context: ValueContext) -> JsonSchema | None:
+        """An argument whose values were chosen by kind and evidence (planner/evidence.py): those values,
+        its references (only the given ones when there are some), and — unless the options are closed —
+        the free value of its type behind the grounding mode's detour."""
+        kind = schema.get("type")
+        values = [v for v in options.values if v not in context.excluded.get(options.name, ())]
+        refs = list(options.refs)
+        if not refs and ((options.required and not values) or not options.closed):  # no literal of its kind
+            refs = self._refs(kind if isinstance(kind, str) else "", context)
+        ref_option = _ref_option(refs, context.grounding)
+        if not values and ref_option is None and not options.closed:
+            return self._value(schema, _Slot(options.name, options.required, 0), context)
+        if options.closed:
+            return _union([{"enum": values} if values else None, ref_option])
+        free = self._value(schema, _Slot(options.name, options.required, 0), ValueContext(grounding="free"))
+        return self._grounded(values, free or {"type": "string"}, context.grounding, ref_option)
 
     # one shot (baseline) -------------------------------------------------------------------
     def plan_schema(self, catalog: ToolCatalog) -> JsonSchema:
@@ -364,10 +385,9 @@ def _is(value: Any, want: str) -> bool:
 def _by_hint(pool: Sequence[Candidate], name: str, schema: Mapping[str, Any]) -> list[Candidate]:
     """Dates first for date-like arguments and times for time-like ones; the rest keep their order."""
     fmt = str(schema.get("format", ""))
-    tokens = " ".join(name_tokens(name))
-    if fmt.startswith("date") or _DATEISH.search(tokens):
+    if dateish(name, dict(schema)):
         return sorted(pool, key=lambda c: c.kind not in ("date", "datetime"))
-    if fmt == "time" or _TIMEISH.search(tokens):
+    if fmt == "time" or timeish(name):
         return sorted(pool, key=lambda c: c.kind != "time")
     return list(pool)
 

@@ -1,47 +1,239 @@
-"""English function words the generic planner reads requests with (language knowledge, no domain).
+"""The words the domain-free planner reads requests with, and its hand-set ranking weights — both data.
 
-- `STOPWORDS`: words that never start or end a value n-gram;
-- `ACTION_VERBS`: imperative verbs that open a step ("find ...", "send ...", "convert ..."); the verbs
-  that open the catalog's own tool names are added per request (planner/steps.py);
-- `POLITE_PREFIX`: openers stripped before a step's verb ("please", "I want to", "can you").
+Word lists live per language in `configs/lexicon/<language>.yaml` (English `en`, Chinese `zh`); the
+weights, shared by every language, in `configs/lexicon/weights.yaml`. Nothing here is read at import
+time: `lexicon(language)` and `weights()` load a file on first use and keep it (they are immutable).
+A request is read with the lexicon of the script it is written in (`language_of`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+LEXICON_DIR = Path(__file__).resolve().parent.parent / "configs" / "lexicon"
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
+def _words(value: Any) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, (list, tuple)):
+        return frozenset(str(v) for v in value)
+    return frozenset(str(value).split())
 
 
-STOPWORDS = _words(
-    """
-    a an the and or but of to for in on at by with from into onto about as is are be been was were it
-    its this that these those there here my me i we our us you your he she they them his her their
-    please can could would will shall should may might must do does did have has had not no so then than
-    also some any each every all both which what when where who whom how why want need like get
-    """
-)
+def _alternatives(value: Any) -> str:
+    """A YAML block of `a|b|c` alternatives (folded across lines) as one regex alternation."""
+    text = "".join(str(value or "").split())
+    return text.strip("|")
 
-ACTION_VERBS = _words(
-    """
-    get find search look book reserve buy purchase send create make add schedule calculate compute
-    convert translate check show tell give generate analyze analyse play set update delete remove cancel
-    order rent fetch list compare summarize summarise email call post share track encrypt decrypt
-    shorten recommend suggest estimate measure detect identify predict plan arrange pay transfer
-    retrieve download upload count validate verify record note remind save store open close start stop
-    determine provide display read write draft sort filter rate review lookup locate register sign
-    notify inform text message submit apply extract parse format resize crop scan lookup query fill
-    assign invite join follow subscribe publish print transcribe rewrite correct classify tag label
-    monitor alert ping geocode forecast quote split merge combine sum total average round multiply
-    divide subtract
-    """
-)
 
-POLITE_PREFIX = re.compile(
-    r"^(?:(?:please|kindly|also|and|then|now|so|first|firstly|secondly|next|finally|lastly|"
-    r"i\s+(?:would\s+like|want|need|wish)\s+(?:you\s+)?to|i'd\s+like\s+(?:you\s+)?to|can\s+you|could\s+you|"
-    r"would\s+you|will\s+you|help\s+me(?:\s+to)?|let's|lets|let\s+me|me)\b\s*,?\s*)+",
-    re.I,
-)
+def _numbered(value: Any) -> Mapping[str, int]:
+    """`{1: "jan january"}` → {"jan": 1, "january": 1}."""
+    out: dict[str, int] = {}
+    for number, names in (value or {}).items():
+        for name in _words(names):
+            out[name.lower()] = int(number)
+    return MappingProxyType(out)
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """One language's words (see configs/lexicon/en.yaml for what each list is for)."""
+
+    language: str
+    stopwords: frozenset[str] = frozenset()
+    action_verbs: frozenset[str] = frozenset()
+    polite_prefix: re.Pattern[str] = re.compile(r"(?!)")
+    connectives: re.Pattern[str] = re.compile(r"(?!)")
+    determiners: frozenset[str] = frozenset()
+    sentence_end: str = ".!?;"
+    months: Mapping[str, int] = field(default_factory=dict)
+    weekdays: Mapping[str, int] = field(default_factory=dict)
+    relative_days: Mapping[str, int] = field(default_factory=dict)
+    next_words: frozenset[str] = frozenset()
+    this_words: frozenset[str] = frozenset()
+    in_words: frozenset[str] = frozenset()
+    day_units: frozenset[str] = frozenset()
+    week_units: frozenset[str] = frozenset()
+    number_words: Mapping[str, int] = field(default_factory=dict)
+    lead_skip: frozenset[str] = frozenset()
+    name_connectors: frozenset[str] = frozenset()
+    epoch_words: frozenset[str] = frozenset()
+    zone_words: frozenset[str] = frozenset()
+    anaphora: re.Pattern[str] = re.compile(r"(?!)")
+    date_words: frozenset[str] = frozenset()
+    time_words: frozenset[str] = frozenset()
+    datetime_tails: frozenset[str] = frozenset()
+    identifier_words: frozenset[str] = frozenset()
+    lookup_verbs: frozenset[str] = frozenset()
+    code_words: frozenset[str] = frozenset()
+    mutating_verbs: frozenset[str] = frozenset()
+    verb_synonyms: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    keyword_cues: frozenset[str] = frozenset()
+    query_words: tuple[str, ...] = ()
+    count_words: frozenset[str] = frozenset()
+    kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    kind_tails: frozenset[str] = frozenset()
+    coordinate_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    negations: frozenset[str] = frozenset()
+    denominators: frozenset[str] = frozenset()
+    naming_words: frozenset[str] = frozenset()
+    name_args: frozenset[str] = frozenset()
+    flag_words: frozenset[str] = frozenset()
+    suffixes: tuple[str, ...] = ()
+    final: str = ""
+    iso_words: frozenset[str] = frozenset()
+    date_patterns: tuple[re.Pattern[str], ...] = ()  # named groups year?, month, day (languages without month names)
+    time_patterns: tuple[re.Pattern[str], ...] = ()  # named groups hour, minute?, half?, period?
+    afternoon_words: frozenset[str] = frozenset()  # a `period` that adds 12 hours
+    gloss: Mapping[str, str] = field(default_factory=dict)  # word → English, for the English embedding model
+    segmented: bool = True  # words are separated by spaces (False: Chinese)
+
+    def stem(self, word: str) -> str:
+        """A crude stem: the longest listed suffix removed when at least 3 letters stay, then one `final`
+        letter ("issued" → "issu", "issue" → "issu")."""
+        word = word.lower()
+        for suffix in self.suffixes:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)]
+                break
+        if self.final and word[-1:] in self.final and len(word) > 3:
+            word = word[:-1]
+        return word
+
+    def glossed(self, text: str) -> str:
+        """`text` with every glossed word followed by its English gloss (unchanged when there is no gloss)."""
+        if not self.gloss:
+            return text
+        pattern = re.compile("|".join(re.escape(w) for w in sorted(self.gloss, key=len, reverse=True)))
+        return pattern.sub(lambda m: f"{m.group(0)} {self.gloss[m.group(0)]} ", text)
+
+
+def _load(path: Path, language: str) -> Lexicon:
+    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    anaphora = _words(data.get("anaphora"))
+    segmented = bool(data.get("segmented", True))
+    edge = r"\b" if segmented else ""  # no word boundaries between CJK characters
+    return Lexicon(
+        language=language,
+        stopwords=_words(data.get("stopwords")),
+        action_verbs=_words(data.get("action_verbs")),
+        polite_prefix=re.compile(rf"^(?:(?:{_alternatives(data.get('polite_prefix'))}){edge}\s*[,，]?\s*)+", re.I)
+        if data.get("polite_prefix")
+        else re.compile(r"(?!)"),
+        connectives=re.compile(rf"[,，]?\s*{edge}(?:{_alternatives(data.get('connectives'))}){edge}\s*[,，]?", re.I)
+        if data.get("connectives")
+        else re.compile(r"(?!)"),
+        determiners=_words(data.get("determiners")),
+        sentence_end=str(data.get("sentence_end", ".!?;")),
+        months=_numbered(data.get("months")),
+        weekdays=_numbered(data.get("weekdays")),
+        relative_days=MappingProxyType({str(k): int(v) for k, v in (data.get("relative_days") or {}).items()}),
+        next_words=_words(data.get("next_words")),
+        this_words=_words(data.get("this_words")),
+        in_words=_words(data.get("in_words")),
+        day_units=_words(data.get("day_units")),
+        week_units=_words(data.get("week_units")),
+        number_words=MappingProxyType({str(k): int(v) for k, v in (data.get("number_words") or {}).items()}),
+        lead_skip=_words(data.get("lead_skip")),
+        name_connectors=_words(data.get("name_connectors")),
+        epoch_words=_words(data.get("epoch_words")),
+        zone_words=_words(data.get("zone_words")),
+        anaphora=re.compile(edge + "(" + "|".join(sorted(anaphora)) + ")" + edge, re.I)
+        if anaphora
+        else re.compile(r"(?!)"),
+        date_words=_words(data.get("date_words")),
+        time_words=_words(data.get("time_words")),
+        datetime_tails=_words(data.get("datetime_tails")),
+        identifier_words=_words(data.get("identifier_words")),
+        lookup_verbs=_words(data.get("lookup_verbs")),
+        code_words=_words(data.get("code_words")),
+        mutating_verbs=_words(data.get("mutating_verbs")),
+        verb_synonyms=MappingProxyType({k: _words(v) for k, v in (data.get("verb_synonyms") or {}).items()}),
+        keyword_cues=_words(data.get("keyword_cues")),
+        query_words=tuple(str(data.get("query_words") or "").split()),
+        count_words=_words(data.get("count_words")),
+        kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
+        kind_tails=_words(data.get("kind_tails")),
+        coordinate_words=MappingProxyType({k: _words(v) for k, v in (data.get("coordinate_words") or {}).items()}),
+        role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
+        negations=_words(data.get("negations")),
+        denominators=_words(data.get("denominators")),
+        naming_words=_words(data.get("naming_words")),
+        name_args=_words(data.get("name_args")),
+        flag_words=_words(data.get("flag_words")),
+        suffixes=tuple(sorted(_words(data.get("suffixes")), key=len, reverse=True)),
+        final=str(data.get("final") or "").replace(" ", ""),
+        iso_words=_words(data.get("iso_words")),
+        date_patterns=tuple(re.compile(p) for p in data.get("date_patterns") or ()),
+        time_patterns=tuple(re.compile(p) for p in data.get("time_patterns") or ()),
+        afternoon_words=_words(data.get("afternoon_words")),
+        gloss=MappingProxyType({str(k): str(v) for k, v in (data.get("gloss") or {}).items()}),
+        segmented=segmented,
+    )
+
+
+@lru_cache(maxsize=8)
+def lexicon(language: str = "en") -> Lexicon:
+    """The lexicon of `language` (configs/lexicon/<language>.yaml); FileNotFoundError when there is none."""
+    if not language.isalpha():
+        raise ValueError(f"invalid language {language!r}")
+    path = LEXICON_DIR / f"{language}.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"no lexicon for language {language!r} ({path})")
+    return _load(path, language)
+
+
+def language_of(text: str) -> str:
+    """`zh` when at least a fifth of the letters are CJK characters, else `en`."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return "en"
+    cjk = sum(1 for ch in letters if _CJK.match(ch))
+    return "zh" if cjk * 5 >= len(letters) else "en"
+
+
+def lexicon_for(text: str) -> Lexicon:
+    return lexicon(language_of(text))
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Hand-set ranking weights by group (configs/lexicon/weights.yaml)."""
+
+    rank: Mapping[str, float]
+    draft: Mapping[str, float]
+    draft_kind: Mapping[str, float]
+    reference: Mapping[str, float]
+    hints: Mapping[str, float]
+    evidence: Mapping[str, float]
+    selection: Mapping[str, float]
+
+
+@lru_cache(maxsize=1)
+def weights() -> Weights:
+    data: dict[str, Any] = yaml.safe_load((LEXICON_DIR / "weights.yaml").read_text(encoding="utf-8")) or {}
+
+    def group(name: str) -> Mapping[str, float]:
+        return MappingProxyType({k: float(v) for k, v in (data.get(name) or {}).items() if not isinstance(v, dict)})
+
+    kinds = (data.get("draft") or {}).get("kind") or {}
+    return Weights(
+        rank=group("rank"),
+        draft=group("draft"),
+        draft_kind=MappingProxyType({k: float(v) for k, v in kinds.items()}),
+        reference=group("reference"),
+        hints=group("hints"),
+        evidence=group("evidence"),
+        selection=group("selection"),
+    )

@@ -8,6 +8,7 @@ solved examples rendered as the same turns the staged decoder produces.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from string import Template
@@ -35,6 +36,15 @@ def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
+_WIDE = re.compile(r"[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
+def prompt_chars(text: str) -> int:
+    """A prompt's length in the units `prompt_max_chars` counts (~2.9 per SmolLM2 token for English): a
+    CJK character is about one token, so it counts three."""
+    return len(text) + 2 * len(_WIDE.findall(text))
+
+
 def load_templates(directory: Path, names: Sequence[str], version: str, prefix: str = "") -> dict[str, Template]:
     """`<directory>/<prefix><name>.<version>.txt` for every name; a missing file is an error at start-up."""
     templates: dict[str, Template] = {}
@@ -46,12 +56,23 @@ def load_templates(directory: Path, names: Sequence[str], version: str, prefix: 
     return templates
 
 
-def signature(tool: ToolDef) -> str:
-    """`title: string, count?: integer` — the arguments, required first, `?` for optional ones."""
+COMPACT_LEVELS = 3  # tool lines: whole (0), shortened (1), required arguments and top fields only (2)
+_OPTIONALS = (None, 6, 0)  # optional arguments listed per level (None: all)
+_OUTPUTS = (None, 8, 4)  # output fields listed per level
+_DESCRIPTION = (120, 70, 40)  # description characters per level
+
+
+def signature(tool: ToolDef, level: int = 0) -> str:
+    """`title: string, count?: integer` — the arguments, required first, `?` for optional ones (a compact
+    line lists fewer optional ones and says how many it left out)."""
     required = set(tool.required)
-    return ", ".join(
-        f"{name}{'' if name in required else '?'}: {_type_name(tool.properties[name])}" for name in tool.arg_names()
-    )
+    names = list(tool.arg_names())
+    keep = _OPTIONALS[level]
+    optional = [n for n in names if n not in required]
+    shown = [n for n in names if n in required] + (optional if keep is None else optional[:keep])
+    text = ", ".join(f"{name}{'' if name in required else '?'}: {_type_name(tool.properties[name])}" for name in shown)
+    left = len(names) - len(shown)
+    return text + (f", …{left} more optional" if left else "")
 
 
 class PromptBook:
@@ -63,19 +84,25 @@ class PromptBook:
         return self.templates[template].substitute(**values)
 
     # pieces ---------------------------------------------------------------------------------
-    def tool_line(self, tool: ToolDef) -> str:
-        args = signature(tool)
-        outputs = ", ".join(path for path, kind in tool.output_fields if kind != "object") or "(not described)"
-        description = tool.description if len(tool.description) <= 120 else tool.description[:117] + "..."
+    def tool_line(self, tool: ToolDef, level: int = 0) -> str:
+        """One tool as the prompt lists it; `level` (0..COMPACT_LEVELS-1) shortens it for a prompt that
+        would not fit the model's context (real API catalogs: dozens of arguments and output fields)."""
+        level = min(max(level, 0), COMPACT_LEVELS - 1)
+        args = signature(tool, level)
+        fields = [path for path, kind in tool.output_fields if kind != "object" and (level == 0 or ".0." not in path)]
+        cap = _OUTPUTS[level]
+        outputs = ", ".join(fields if cap is None else fields[:cap]) or "(not described)"
+        size = _DESCRIPTION[level]
+        description = tool.description if len(tool.description) <= size else tool.description[: size - 3] + "..."
         return self.render("catalog_tool", name=tool.name, args=args, description=description, outputs=outputs)
 
-    def system(self, catalog: ToolCatalog, *, grounding: str = "free") -> str:
+    def system(self, catalog: ToolCatalog, *, grounding: str = "free", level: int = 0) -> str:
         """The system prompt; how values and references are written depends on the grounding mode
         (planner/grammar.py: grounded references are strings, free/hybrid ones `{"ref": ...}`)."""
         grounded = grounding in ("grounded", "strict")
         return self.render(
             "planner_system",
-            catalog="\n".join(self.tool_line(tool) for tool in catalog),
+            catalog="\n".join(self.tool_line(tool, level) for tool in catalog),
             value_rule=self.render("value_rule_grounded") if grounded else "",
             ref_example='"$n1" or "$n1.total"' if grounded else '{"ref": "$n1.total"}',
         )

@@ -1,7 +1,9 @@
 """What planning returns: the plan (or why there is none), which path made it, every attempt.
 
 `PlanResult.path` is `model` / `model_retry` (the model wrote it), `fallback` (rules wrote it, after
-the model path failed), `cache` or `no_plan` (nothing in the catalog fits; `reason` says why).
+the model path failed), `cache`, `no_plan` (nothing in the catalog fits; `reason` says why) or
+`needs_input` (a required value the request does not give, or gives and a business rule refuses:
+`missing` lists each as {node, tool, argument, reason}; never an invented value).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from contract.errors import PlanstackBaseError
 from contract.plan import Plan
 from planner.validation import ValidationReport
 
-Path_ = Literal["model", "model_retry", "fallback", "cache", "no_plan"]
+Path_ = Literal["model", "model_retry", "fallback", "cache", "no_plan", "needs_input"]
 PLAN_ID_PATTERN = r"^plan_[0-9a-f]{24}$"
 
 
@@ -59,10 +61,11 @@ class PlanResult:
     timings: dict[str, float] = field(default_factory=dict)
     fallback_reason: str | None = None
     catalog_hash: str = ""
-    reason: str | None = None  # why there is no plan (path "no_plan")
+    reason: str | None = None  # why there is no plan (paths "no_plan", "needs_input")
     selection: dict[str, Any] = field(default_factory=dict)
     packs: list[str] = field(default_factory=list)
     plan_id: str = field(default_factory=new_plan_id)
+    missing: list[dict[str, str]] = field(default_factory=list)  # path "needs_input": what the user must give
 
     @property
     def usage(self) -> dict[str, int]:
@@ -84,6 +87,7 @@ class PlanResult:
             "catalog_hash": self.catalog_hash,
             "selection": self.selection,
             "packs": self.packs,
+            "missing": self.missing,
         }
 
 

@@ -34,12 +34,13 @@ class RetryPlan:
     feedback: str = ""
     changes: list[str] = field(default_factory=list)
     examples: bool = True  # False: no demonstrations (the engine said the conversation was too long)
+    compact: int = 0  # how short the prompt's tool lines are (planner/prompts.py COMPACT_LEVELS)
 
     def after_refusal(self, message: str) -> RetryPlan:
         """The engine refused the request (400): a prompt past the context, or a grammar."""
         if "context length" in message or "input tokens" in message:
-            why = ["no examples (the prompt was past the context length)"]
-            return replace(self, use_skeleton=False, feedback="", changes=why, examples=False)
+            why = ["no examples and shorter tool lines (the prompt was past the context length)"]
+            return replace(self, use_skeleton=False, feedback="", changes=why, examples=False, compact=self.compact + 1)
         why = ["grounding free (engine refused the grammar)"]
         return replace(self, grounding="free", use_skeleton=False, feedback="", changes=why)
 

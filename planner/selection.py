@@ -9,10 +9,11 @@
    scored again without the words it shares with those steps: "then calculate the square of the
    monthly mortgage payment" only names the earlier result, and the rest fits another tool
    (`repeat_mask`); a verbless step left with a repeat joins the step before it.
-3. Data flow adds prerequisites: a proposed tool whose required arguments are mostly fields that only
-   another shortlisted tool outputs, or that needs one identifier another one outputs ("book" needs
-   the `stylist_name` that "find provider" returns, `prerequisite_identifiers`), gets that tool before
-   it. Uses output schemas; plain OpenAI tools without them get no prerequisites.
+3. Data flow adds prerequisites (planner/prerequisites.py): a proposed tool whose required arguments are
+   mostly fields that only another shortlisted tool outputs gets that tool before it, and a required
+   identifier the request only names ("invoice ACME": `customerId`) gets the lookup that returns it
+   (planner/lookups.py: output schemas in any naming style, else descriptions), found in the whole
+   catalog; the lookup joins the shortlist.
 4. When no step reaches `no_fit_below`, nothing in the catalog fits the request.
 
 The proposal is shown to the model as a hint (it still decides; the grammar allows every shortlisted
@@ -23,13 +24,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 import numpy as np
 
+from planner.argkinds import ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
+from planner.lexicon import lexicon, lexicon_for, weights
+from planner.lookups import name_verbs
+from planner.prerequisites import Gap, Lookup, with_prerequisites
 from planner.similarity import CachedEmbedder
 from planner.steps import Step, split_steps, tool_verb
+from planner.values import RequestValues, extract
 
 
 @dataclass(frozen=True)
@@ -49,10 +56,16 @@ class Selection:
     scores: dict[str, float] = field(default_factory=dict)
     step_scores: dict[str, list[float]] = field(default_factory=dict)  # tool → similarity per step
     no_fit: bool = False
+    lookups: list[Lookup] = field(default_factory=list)  # lookups of the sequence (node indexes in it)
+    gaps: list[Gap] = field(default_factory=list)  # identifiers of the sequence nothing can fill
+    node_steps: list[Step | None] = field(default_factory=list)  # the step of each node of the sequence
 
     def step_for(self, index: int, tool: str, tools: list[str]) -> Step | None:
-        """The step node `index` (0-based) of tool `tool` came from: the k-th step proposing that tool
-        when the model kept the proposal, else the step most similar to the tool."""
+        """The step node `index` (0-based) of tool `tool` came from: for the proposed sequence, its own
+        step (a lookup's is the step of the node it serves); else the k-th step proposing that tool, else
+        the step most similar to the tool."""
+        if list(tools) == self.sequence and index < len(self.node_steps):
+            return self.node_steps[index]
         nth = tools[:index].count(tool)
         proposing = [h.step for h in self.hints if h.tool == tool]
         if nth < len(proposing):
@@ -69,11 +82,47 @@ class Selection:
             "best_score": round(self.best_score, 3),
             "no_fit": self.no_fit,
             "shortlist": self.shortlist.names(),
+            **({"lookups": [vars(lookup) for lookup in self.lookups]} if self.lookups else {}),
+            **({"gaps": [vars(gap) for gap in self.gaps]} if self.gaps else {}),
         }
 
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2}
+
+
+def _with_toolless_tails(request: str, hints: list[StepHint]) -> list[StepHint]:
+    """The hints that propose a tool, each step extended over the tool-less steps right after it ("...,
+    subject 'Hi', text 'See you'": values of the same call)."""
+    out: list[StepHint] = []
+    for hint in hints:
+        if hint.tool:
+            out.append(hint)
+        elif out:
+            last = out[-1]
+            step = Step(request[last.step.start : hint.step.end], last.step.start, hint.step.end, last.step.implicit)
+            out[-1] = StepHint(step, last.tool, last.score)
+    return out
+
+
+def _name_words(steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Per step and tool: `weights().selection["name_word"]` for each word of the tool's name but its verb
+    that the step writes, and `name_verb` when the step writes the name's verb or a synonym of it
+    ("create a payment link" → `post-paymentLinks`; the lexicon's `verb_synonyms`). Stems are compared."""
+    lex, w = lexicon("en"), weights().selection
+    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
+    if not w.get("name_word") and not w.get("name_verb"):
+        return out
+    said = [{lex.stem(x) for x in re.findall(r"[a-z]+", s.text.lower()) if x not in lex.stopwords} for s in steps]
+    for j, tool in enumerate(catalog):
+        verbs = name_verbs(tool.name, lex)
+        words = {lex.stem(x) for x in ordered_tokens(tool.name.rsplit(".", 1)[-1]) if len(x) > 2 and x not in verbs}
+        words -= {lex.stem(x) for x in lex.stopwords}
+        verb_words = {lex.stem(x) for v in verbs for x in (v, *lex.verb_synonyms.get(v, ()))}
+        for i, step_words in enumerate(said):
+            out[i, j] = w.get("name_word", 0.0) * len(words & step_words)
+            out[i, j] += w.get("name_verb", 0.0) if verb_words & step_words else 0.0
+    return out
 
 
 def tool_text(tool: ToolDef) -> str:
@@ -86,12 +135,25 @@ class ToolSelector:
         self.embedder = embedder
         self.config = config
 
-    async def select(self, request: str, catalog: ToolCatalog, *, limit: int) -> Selection:
+    async def select(
+        self,
+        request: str,
+        catalog: ToolCatalog,
+        *,
+        limit: int,
+        values: RequestValues | None = None,
+        lookups: bool = True,
+    ) -> Selection:
+        """`values`: the request's values (planner/values.py), which say whether it gives an identifier
+        itself or only names it (then the lookup that returns it is proposed first, with `lookups`)."""
+        if values is None:  # which values the request gives decides whether an identifier needs a lookup
+            values = extract(request, date.today())
         steps = split_steps(request, (tool_verb(t.name) for t in catalog))
         texts = [tool_text(t) for t in catalog]
-        vectors = await self.embedder.aembed([request, *[s.text for s in steps], *texts])
+        lex = lexicon_for(request)  # a language the embedding model does not read is glossed in English
+        vectors = await self.embedder.aembed([lex.glossed(request), *[lex.glossed(s.text) for s in steps], *texts])
         query, step_vectors, tool_vectors = vectors[0], vectors[1 : 1 + len(steps)], vectors[1 + len(steps) :]
-        per_step = step_vectors @ tool_vectors.T  # (steps, tools)
+        per_step = step_vectors @ tool_vectors.T + _name_words(steps, catalog)  # (steps, tools)
         whole = tool_vectors @ query
         best = np.maximum(whole, per_step.max(axis=0))
         names = catalog.names()
@@ -102,7 +164,23 @@ class ToolSelector:
         hints = self._hints(steps, per_step, names, set(shortlist.names()))
         if self.config.repeat_mask:
             hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
-        sequence = self._with_prerequisites([h.tool for h in hints if h.tool], shortlist)
+        proposed = _with_toolless_tails(request, hints)
+        spans = [(h.step.start, h.step.end) for h in proposed]
+        similarity = {names[i]: float(best[i]) for i in range(len(names))}
+        sequence, chained, serves, gaps = with_prerequisites(
+            [str(h.tool) for h in proposed],
+            spans,
+            shortlist,
+            catalog,
+            self.config,
+            values,
+            lookups=lookups,
+            similarity=similarity,
+        )
+        added = [t for t in sequence if t not in shortlist]
+        if added:  # a lookup found outside the shortlist joins it
+            keep_names = set(shortlist.names()) | set(added)
+            shortlist = catalog.subset([n for n in catalog.names() if n in keep_names])
         top = float(per_step.max()) if per_step.size else 0.0
         return Selection(
             shortlist=shortlist,
@@ -113,6 +191,9 @@ class ToolSelector:
             scores={names[i]: round(float(best[i]), 4) for i in range(len(names))},
             step_scores={names[j]: [float(per_step[i, j]) for i in range(len(steps))] for j in range(len(names))},
             no_fit=max(top, float(whole.max()) if whole.size else 0.0) < self.config.no_fit_below,
+            lookups=chained,
+            gaps=gaps,
+            node_steps=[proposed[i].step for i in serves],
         )
 
     def _merge_implicit(
@@ -196,24 +277,3 @@ class ToolSelector:
                 continue
             joined.append(hint)
         return joined
-
-    def _with_prerequisites(self, sequence: list[str], shortlist: ToolCatalog) -> list[str]:
-        if not self.config.prerequisites:
-            return sequence
-        out: list[str] = []
-        for name in sequence:
-            tool = shortlist.get(name)
-            required = set(tool.required)
-            for other in shortlist:
-                if other.name == name or other.name in sequence or other.name in out:
-                    continue
-                produced = {path for path, _ in other.output_fields if "." not in path}
-                overlap = required & produced
-                most = len(required) >= 2 and len(overlap) >= max(2, (len(required) + 1) // 2)
-                if (most or self._identifiers(overlap)) and tool_verb(other.name) != tool_verb(name):
-                    out.append(other.name)
-            out.append(name)
-        return out
-
-    def _identifiers(self, names: set[str]) -> bool:
-        return any(n.endswith(self.config.prerequisite_identifiers) for n in names)

@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from contract.demonstrations import Demonstration, DemonstrationSource
@@ -21,39 +21,25 @@ from contract.plan import Plan
 from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
 from planner.config import Grounding, PlannerConfig
-from planner.dataflow import LearnedRule, References, learn_references, learned_references, reference_hints
-from planner.decoding import Decoded, NodeTurn, PlanDecoder
-from planner.demos import EmbeddingDemonstrations, choose_skeleton, skeleton_refs, usable
-from planner.drafting import cued, draft_args
+from planner.dataflow import LearnedRule, References, learn_references
+from planner.decoding import Decoded, PlanDecoder
+from planner.demos import EmbeddingDemonstrations, choose_skeleton, usable
 from planner.fallback import FallbackError, proposal_plan
-from planner.grammar import Upstream, ValueContext, wrap_reference
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
+from planner.nodes import MissingInput, NodeTurns, PreparedRequest
 from planner.packs import DomainPack, load_packs
-from planner.prompts import PromptBook, example_turns
+from planner.prompts import COMPACT_LEVELS, PromptBook, example_turns, prompt_chars
 from planner.results import Attempt, InvalidPlanningRequest, Path_, PlanningFailed, PlanResult
 from planner.retries import RetryPlan
 from planner.rules import BusinessRules
-from planner.selection import Selection, ToolSelector
+from planner.selection import ToolSelector
 from planner.similarity import CachedEmbedder, HashingEmbedder, TextEmbedder
+from planner.transfer import carry_values, template
 from planner.validation import PlanValidator, ValidationReport
-from planner.values import RequestValues, extract, rank
+from planner.values import RequestValues, extract
 
 NODE_TURN_CHARS = 650  # a node's prompt (step, values, earlier outputs, draft) and answer, measured on NESTFUL
-
-
-@dataclass
-class _Request:
-    """Everything derived from one request before decoding."""
-
-    text: str
-    catalog: ToolCatalog
-    values: RequestValues
-    selection: Selection
-    packs: list[DomainPack]
-    demos: list[Demonstration]
-    skeleton: Demonstration | None
-    tenant: str
-    references: References  # how the retrieved demonstrations filled each (tool, argument)
+_ONE_VALUE_RULES = frozenset(("date_in_past", "below_min", "above_max"))  # rule issues about one value alone
 
 
 class PlannerService:
@@ -173,18 +159,21 @@ class PlannerService:
         if len(request) > self.config.request_max_chars:
             raise InvalidPlanningRequest(f"the request is longer than {self.config.request_max_chars} characters")
 
-    async def _prepare(self, request: str, catalog: ToolCatalog, tenant: str) -> _Request:
+    async def _prepare(self, request: str, catalog: ToolCatalog, tenant: str) -> PreparedRequest:
         today = self.config.effective_today()
         packs = self.packs_for(catalog)
         values = extract(request, today)
-        selection = await self.selector.select(request, catalog, limit=self.config.prompt_max_tools)
+        selection = await self.selector.select(
+            request, catalog, limit=self.config.prompt_max_tools, values=values, lookups=self.config.stages.lookups
+        )
         demos, skeleton, references = await self._demonstrations(request, catalog, packs, tenant, selection.sequence)
         shortlist = selection.shortlist
         wanted = [t for d in usable(demos, catalog) for t in d.tools() if t not in shortlist]
         if wanted:  # a usable demonstration's tools are strong evidence: keep them in the prompt
             names = set(shortlist.names()) | set(wanted)
             selection.shortlist = catalog.subset([n for n in catalog.names() if n in names])
-        return _Request(request, catalog, values, selection, packs, demos, skeleton, tenant, references)
+        carried = carry_values(skeleton, values, today) if skeleton is not None else []
+        return PreparedRequest(request, catalog, values, selection, packs, demos, skeleton, tenant, references, carried)
 
     async def _run(
         self, request: str, catalog: ToolCatalog, *, tenant: str, cache_salt: str | None, extra: str
@@ -201,6 +190,11 @@ class PlannerService:
                 f"{self.config.selection.no_fit_below})"
             )
             return PlanResult(None, "no_plan", [], None, timings, None, catalog.hash, reason, described, pack_names)
+        if self.config.stages.needs_input:
+            given, _ = NodeTurns(req, self.config, RetryPlan(self.config.grounding), None).tools_given()
+            missing = NodeTurns(req, self.config, RetryPlan(self.config.grounding), None).missing(given or [])
+            if missing:
+                return _needs_input(req, missing, [], timings, described, pack_names)
         validator = self.validator(catalog)
         attempts: list[Attempt] = []
         plan_try = RetryPlan(self.config.grounding)
@@ -243,87 +237,66 @@ class PlannerService:
             error = report.error
             attempt.error = error.feedback() if error else "invalid plan"
             attempt.error_layer = error.layer if error else None
+            refused = _refused_own_values(decoded.candidate or {}, report, req.values)
+            if refused and self.config.stages.needs_input:  # never silently change what the user wrote
+                timings.update(decode_s=decode_s, validate_s=validate_s)
+                return _needs_input(req, refused, attempts, timings, described, pack_names)
             repair = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
             plan_try = plan_try.after_invalid_plan(decoded.candidate or {}, report, req.values, repair)
         timings.update(decode_s=decode_s, validate_s=validate_s)
         last_error = attempts[-1].error if attempts else "no attempt"
         return self._fallback(req, validator, attempts, timings, last_error or "unknown", described)
 
-    async def _decode(self, req: _Request, plan_try: RetryPlan, cache_salt: str | None, extra: str) -> Decoded:
+    async def _decode(self, req: PreparedRequest, plan_try: RetryPlan, cache_salt: str | None, extra: str) -> Decoded:
         config = self.config
         shortlist = req.selection.shortlist
-        skeleton = req.skeleton if plan_try.use_skeleton else None
         demos = req.demos if plan_try.examples else []  # examples make the longest prompts (context limit)
         if config.strategy != "staged":
             messages = self._messages(req, demos, oneshot=True, extra=extra + plan_try.feedback)
             grammar = None if config.strategy == "unconstrained" else config.strategy
             return await self.decoder.one_call(messages, shortlist, cache_salt=cache_salt, grammar=grammar)
         messages = self._messages(
-            req, demos, oneshot=False, extra=extra + plan_try.feedback, grounding=plan_try.grounding
+            req,
+            demos,
+            oneshot=False,
+            extra=extra + plan_try.feedback,
+            grounding=plan_try.grounding,
+            plan_level=plan_try.compact,
         )
-        forced = skeleton_refs(skeleton) if skeleton is not None else None
         rule = self._learned_rule() if plan_try.use_skeleton else None  # a retry drops learned structure too
-
-        async def node_context(index: int, name: str, tools: list[str], written: list[dict[str, Any]]) -> NodeTurn:
-            tool = shortlist.get(name)
-            step = req.selection.step_for(index, name, tools)
-            span = (step.start, step.end) if step is not None else None
-            upstream = [Upstream(n["id"], shortlist.get(n["tool"]), n["args"]) for n in written]
-            preferred: dict[str, list[Any]] = {}
-            for pack in req.packs:
-                preferred.update(pack.preferred_values(req.text, tool, config.effective_today()))
-            learned: dict[str, tuple[str, ...]] = {}
-            if rule is not None:
-                learned = learned_references(
-                    tool, req.references, rule, upstream, lambda arg: cued(req.values, arg, span)
-                )
-            context = ValueContext(
-                grounding=plan_try.grounding,
-                values=req.values,
-                span=span,
-                upstream=upstream,
-                forced_refs=forced[index] if forced is not None and index < len(forced) else None,
-                preferred=preferred,
-                excluded=plan_try.excluded,
-                refs_only=learned,
-            )
-            shown = _shown_values(req.values, tool.arg_names(), preferred, span)
-            refs = reference_hints(step.text if step else req.text, tool.arg_names(), upstream)
-            text = step.text if step is not None else req.text
-            draft = draft_args(tool, req.values, span, upstream, preferred, text) if config.argument_hints else None
-            if draft is not None and plan_try.grounding not in ("grounded", "strict"):  # as the grammar writes refs
-                draft = {k: wrap_reference(v) for k, v in draft.items()}
-            return NodeTurn(context, step.text if step is not None else req.text, shown, refs, draft)
-
-        given: list[str] | None = None
-        given_by = "skeleton"
-        if skeleton is not None:
-            given = skeleton.tools()
-        elif config.tool_choice == "proposal":
-            given, given_by = list(req.selection.sequence), "proposal"
+        turns = NodeTurns(req, config, plan_try, rule)
+        given, given_by = turns.tools_given()
         return await self.decoder.staged(
-            messages, shortlist, node_context, cache_salt=cache_salt, given_tools=given, given_by=given_by
+            messages, shortlist, turns, cache_salt=cache_salt, given_tools=given, given_by=given_by
         )
 
     def _messages(
-        self, req: _Request, demos: list[Demonstration], *, oneshot: bool, extra: str, grounding: Grounding = "free"
+        self,
+        req: PreparedRequest,
+        demos: list[Demonstration],
+        *,
+        oneshot: bool,
+        extra: str,
+        grounding: Grounding = "free",
+        plan_level: int = 0,
     ) -> list[Message]:
         shortlist = req.selection.shortlist
-        hints = self.config.selection.hints
+        stages = self.config.stages
+        hints = stages.step_hints
         steps = [(h.step.text, h.tool if hints else None) for h in req.selection.hints]
         intent: dict[str, Any] = {}
-        for pack in req.packs:
+        for pack in req.packs if stages.pack_intent else []:
             intent.update(pack.intent(req.text, self.config.effective_today()))
-        kept = list(demos)
+        kept, level = list(demos), plan_level
         while True:
             turns = example_turns(
                 self.prompts, kept, shortlist, oneshot=oneshot, optional_args=self.config.grammar.optional_args
             )
             request_turn = self.prompts.request(req.text, steps, intent=intent, oneshot=oneshot)
-            if hints and not oneshot and req.selection.sequence != [t for _, t in steps if t]:
+            if stages.proposal_line and not oneshot and req.selection.sequence != [t for _, t in steps if t]:
                 request_turn += "\nProposed tools: " + json.dumps(req.selection.sequence)
             messages: list[Message] = [
-                {"role": "system", "content": self.prompts.system(shortlist, grounding=grounding)},
+                {"role": "system", "content": self.prompts.system(shortlist, grounding=grounding, level=level)},
                 *turns,
                 {"role": "user", "content": request_turn + extra},
             ]
@@ -331,14 +304,17 @@ class PlannerService:
             growth = NODE_TURN_CHARS * max(
                 1, len(req.skeleton.tools()) if req.skeleton else len(req.selection.sequence)
             )
-            total = sum(len(m["content"]) for m in messages) + (0 if oneshot else growth)
-            if not kept or total <= self.config.prompt_max_chars:
+            total = sum(prompt_chars(m["content"]) for m in messages) + (0 if oneshot else growth)
+            if total <= self.config.prompt_max_chars or (not kept and level >= COMPACT_LEVELS - 1):
                 return messages
-            kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
+            if kept:
+                kept = kept[1:]  # the farthest first (the skeleton, if any, is the nearest: kept)
+            else:
+                level += 1  # no example left: shorter tool lines
 
     def _learned_rule(self) -> LearnedRule | None:
         config = self.config
-        if config.learned_refs_min_count is None or config.learned_refs_fetch == 0:
+        if not config.stages.learned_refs or config.learned_refs_min_count is None or config.learned_refs_fetch == 0:
             return None
         return LearnedRule(config.learned_refs_min_count, config.learned_refs_min_rate)
 
@@ -363,23 +339,39 @@ class PlannerService:
             nearest += hits[:learn]
         found.sort(key=lambda d: -d.score)
         own = usable(found, catalog)
+        if self.config.stages.value_transfer and own:  # same shape, other values: compare the templates too
+            own = await self._by_template(request, own)
         expected: set[str] = set()
         for pack in packs:
             expected |= pack.expected_tools(request, catalog, self.config.effective_today())
         if not expected and self.config.skeleton_agree_proposal:  # no pack has an opinion: the proposal's tools
             expected = set(proposal)
-        skeleton = choose_skeleton(
-            own, expected, min_score=self.config.skeleton_min_score, agree_score=self.config.skeleton_agree_score
-        )
+        skeleton = None
+        if self.config.stages.skeletons:
+            skeleton = choose_skeleton(
+                own, expected, min_score=self.config.skeleton_min_score, agree_score=self.config.skeleton_agree_score
+            )
         demos = (found if self.config.demonstrations_foreign else own)[:k]
         if skeleton is not None:
             demos = [skeleton, *(d for d in demos if d is not skeleton)][:k]
         demos.reverse()  # the nearest example (the skeleton, when there is one) right before the request
         return demos, skeleton, learn_references(nearest, catalog)
 
+    async def _by_template(self, request: str, demos: list[Demonstration]) -> list[Demonstration]:
+        """`demos` scored by the better of their cosine and their template's cosine with the request's
+        (planner/transfer.py: values masked), nearest first."""
+        today = self.config.effective_today()
+        texts = [template(extract(request, today)), *(template(extract(d.request, today)) for d in demos)]
+        vectors = await self.embedder.aembed(texts)
+        scores = vectors[1:] @ vectors[0]
+        rescored = [
+            replace(d, score=round(max(d.score, float(score)), 4)) for d, score in zip(demos, scores, strict=True)
+        ]
+        return sorted(rescored, key=lambda d: -d.score)
+
     def _fallback(
         self,
-        req: _Request,
+        req: PreparedRequest,
         validator: PlanValidator,
         attempts: list[Attempt],
         timings: dict[str, float],
@@ -413,22 +405,55 @@ class PlannerService:
         )
 
 
-def _shown_values(
-    values: RequestValues, args: Sequence[str], preferred: dict[str, list[Any]], span: tuple[int, int] | None
-) -> list[Any]:
-    """The values listed in a node's prompt: the pack's first, then the best request values per argument."""
-    shown: list[Any] = []
-    for name in args:
-        for value in preferred.get(name, [])[:2]:
-            if value not in shown:
-                shown.append(value)
-    pool = [c for c in values.candidates if c.kind != "ngram"]
-    per_arg = [rank(pool, name, span=span, limit=3) for name in args]
-    for depth in range(3):
-        for ranked in per_arg:
-            if depth < len(ranked) and ranked[depth].value not in shown:
-                shown.append(ranked[depth].value)
-    return shown
+def _needs_input(
+    req: PreparedRequest,
+    missing: list[MissingInput],
+    attempts: list[Attempt],
+    timings: dict[str, float],
+    described: dict[str, Any],
+    packs: list[str],
+) -> PlanResult:
+    reason = "the request does not give " + "; ".join(f"{m.tool}.{m.argument} ({m.reason})" for m in missing[:8])
+    return PlanResult(
+        None,
+        "needs_input",
+        attempts,
+        None,
+        timings,
+        None,
+        req.catalog.hash,
+        reason,
+        described,
+        packs,
+        missing=[m.as_dict() for m in missing],
+    )
+
+
+def _refused_own_values(
+    candidate: dict[str, Any], report: ValidationReport, values: RequestValues
+) -> list[MissingInput]:
+    """Business-rule issues that refuse a value the request itself wrote (a past date with its year, an
+    amount over a limit): the user must change it, the planner must not. Empty unless every issue is one."""
+    error = report.error
+    if error is None or error.layer != "rules" or not error.issues:
+        return []
+    if any(issue.code not in _ONE_VALUE_RULES for issue in error.issues):
+        return []  # a rule over two values (an order of dates): another of the request's values may be right
+    own = {json.dumps(c.value): c for c in values.candidates if c.kind != "ngram"}
+    nodes = {n.get("id"): n for n in candidate.get("nodes", []) if isinstance(n, dict)}
+    out: list[MissingInput] = []
+    for issue in error.issues:
+        node = nodes.get(issue.node or "")
+        arg = (issue.path or "").split(".")[0]
+        if node is None or arg not in node.get("args", {}) or json.dumps(node["args"][arg]) not in own:
+            return []
+        refused = own[json.dumps(node["args"][arg])]
+        if any(c.kind == refused.kind and c.iso != refused.iso and c.value != refused.value for c in own.values()):
+            return []  # the request offers another value of this kind: a retry may take it
+        out.append(
+            MissingInput(str(node["id"]), str(node["tool"]), arg, f"the request's value is refused: {issue.message}")
+        )
+    return out
 
 
 def _attempt(number: int, decoded: Decoded, plan_try: RetryPlan) -> Attempt:

@@ -6,8 +6,9 @@ then before a comma or "and" that is followed by an action verb. A piece that do
 action verb ("I will pick it up at 7:00 AM") is context for the step before it, not a step of its own;
 one that starts with a determiner ("..., a table near the window and the weather there") is an *implicit*
 step, which planner/selection.py keeps only when a tool of its own fits it.
-The verbs are `planner.lexicon.ACTION_VERBS` plus the first word of every tool name in the catalog
-("reserve_car" adds "reserve"), so a user's own vocabulary counts.
+The verbs are the lexicon's `action_verbs` (configs/lexicon/<language>.yaml) plus the first word of every
+tool name in the catalog ("reserve_car" adds "reserve"), so a user's own vocabulary counts. A language
+written without spaces (Chinese) is split at sentences and connectives only.
 
 Each step keeps its character span in the request: the planner shows the model which words a node
 came from, and ranks argument values inside that span first.
@@ -19,16 +20,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from planner.lexicon import ACTION_VERBS, POLITE_PREFIX
+from planner.lexicon import Lexicon, lexicon_for
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"'])")
-_CONNECTIVE = re.compile(
-    r",?\s*\b(?:and\s+then|then|after\s+that|afterwards|after\s+this|finally|lastly|next|additionally|"
-    r"followed\s+by|as\s+well\s+as|once\s+(?:that\s+is|it\s+is)\s+done)\b\s*,?",
-    re.I,
-)
-_DETERMINERS = frozenset(("the", "a", "an", "some", "any"))
-_BEFORE_NOUN_PHRASE = re.compile(r"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:the|a|an|some|any)\s)", re.I)
 MAX_STEPS = 12
 
 
@@ -47,24 +40,39 @@ def tool_verb(name: str) -> str:
     return parts[0].lower() if parts else ""
 
 
-def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
-    verbs = ACTION_VERBS | {v for v in extra_verbs if v.isalpha() and len(v) > 1}
+def _splitters(lex: Lexicon, verbs: set[str]) -> list[re.Pattern[str]]:
+    ends = re.escape(lex.sentence_end)
+    if not lex.segmented:  # no spaces between words: sentences and connectives only
+        return [re.compile(rf"(?<=[{ends}])\s*"), lex.connectives]
+    sentence = re.compile(rf"(?<=[{ends}])\s+(?=[A-Z\"'])")
     verb_alt = "|".join(sorted(verbs, key=len, reverse=True))
     before_verb = re.compile(rf"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:please\s+)?(?:{verb_alt})\b)", re.I)
+    determiners = "|".join(sorted(lex.determiners)) or "(?!)"
+    noun_phrase = re.compile(rf"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:{determiners})\s)", re.I)
+    return [sentence, lex.connectives, before_verb, noun_phrase]
+
+
+def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
+    lex = lexicon_for(request)
+    verbs = set(lex.action_verbs) | {v for v in extra_verbs if v.isalpha() and len(v) > 1}
     steps: list[Step] = []
-    for start, piece in _pieces(request, [_SENTENCE, _CONNECTIVE, before_verb, _BEFORE_NOUN_PHRASE]):
-        text = piece.strip(" ,.;:!?")
-        lead = POLITE_PREFIX.match(text)
+    for start, piece in _pieces(request, _splitters(lex, verbs)):
+        text = piece.strip(" ,.;:!?，。；：！？")
+        lead = lex.polite_prefix.match(text)
         offset = piece.find(text) + (lead.end() if lead else 0)
-        text = text[lead.end() :].strip(" ,.;:!?") if lead else text
+        text = text[lead.end() :].strip(" ,.;:!?，。；：！？") if lead else text
         if not text:
             continue
         first = re.match(r"[A-Za-z]+", text)
         word = first.group(0).lower() if first else ""
-        if steps and word in _DETERMINERS:
+        if steps and lex.segmented and word in lex.determiners:
             steps.append(Step(text, start + offset, start + offset + len(text), implicit=True))
             continue
-        if steps and word not in verbs:
+        if steps and not lex.segmented and not any(verb in text for verb in lex.action_verbs):
+            last = steps[-1]  # a piece without a verb of its own ("主题“…”") is more of the step before
+            steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
+            continue
+        if steps and lex.segmented and word not in verbs:
             last = steps[-1]
             steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
             continue

@@ -2,11 +2,12 @@
 
 Nothing here knows a domain. The request is scanned for spans that tool arguments typically take:
 quoted text, bracketed JSON lists, e-mail addresses, URLs, phone numbers, dates (as written, and in
-ISO form when the year is known or can be inferred), times, numbers (as written and their usual
-readings: "8%" is 8 and 0.08, "$10,000" is 10000, "two" is 2), codes ("UPC-A", "ABC123"),
-capitalised phrases and short word n-grams. Each candidate remembers where it sits in the request,
-so an argument can be offered the values nearest to the step that calls its tool first, and the
-words just before it, so "tax rate of 8%" offers 0.08 to `tax_rate` before it offers it elsewhere.
+ISO form, the year kept as written; relative days resolved against today: planner/dates.py), times,
+numbers (as written and their usual readings: "8%" is 8 and 0.08, "$10,000" is 10000, "two" is 2),
+codes ("UPC-A", "ABC123"), capitalised phrases and short word n-grams. Each candidate remembers where
+it sits in the request, the words just before it (`cue`: "tax rate of 8%" offers 0.08 to `tax_rate`
+first) and the word right after it (`tail`: "30 days" offers 30 to `dueDays`). The words come from the
+lexicon of the request's language (planner/lexicon.py).
 
 The grammar uses these as *preferred* values; how hard they constrain is the grounding mode
 (planner/grammar.py). They are also what the generic fallback planner fills arguments with.
@@ -21,130 +22,24 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from planner.lexicon import ACTION_VERBS, STOPWORDS
+from planner import dates
+from planner.lexicon import Lexicon, lexicon_for, weights
 
-MONTHS = {
-    name: index
-    for index, names in enumerate(
-        [
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-_ORD = r"(?:st|nd|rd|th)?"
-NUMBER_WORDS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "twenty": 20,
-    "thirty": 30,
-    "fifty": 50,
-    "hundred": 100,
-    "a couple of": 2,
-    "a dozen": 12,
-    "single": 1,
-    "double": 2,
-}
-
-QUOTED = re.compile(r"(?<![\w])(['\"“‘])(.{1,120}?)(['\"”’])(?![\w])")
+QUOTED = re.compile(r"(?<![A-Za-z0-9_])(['\"“‘「『])(.{1,120}?)(['\"”’」』])(?![A-Za-z0-9_])")
 BRACKETS = re.compile(r"\[[^\[\]]{1,400}\]|\{[^{}]{1,400}\}")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 URL = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+[^\s'\".,;:!?<>)]")
 PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s().-]{5,}\d(?![\w-])")
-ISO_DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?\b")
-SLASH_DATE = re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b")
-MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}}){_ORD}(?:,?\s+(\d{{4}}))?\b", re.I)
-DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?({_MONTH})\.?(?:,?\s+(\d{{4}}))?\b", re.I)
-TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*[AaPp]\.?[Mm]\b\.?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
 NUMBER = re.compile(
-    r"(?<![\w.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
+    r"(?<![A-Za-z0-9_.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
 )
 CODE = re.compile(
     r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])|\b[A-Z]{2,}-[A-Z0-9]+\b"
 )
-CAPITALISED = re.compile(r"\b[A-Z][\w'&.-]*(?:\s+(?:of|de|the|and|&|du|la|von)\s+[A-Z][\w'&.-]*|\s+[A-Z][\w'&.-]*)*")
+COORDINATES = re.compile(r"(?<![\w.])(-?\d{1,2}\.\d{2,})\s*,\s*(-?\d{1,3}\.\d{2,})(?!\w|\.\d)")
 EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")
 
-_LEAD_SKIP = frozenset(
-    [
-        "I",
-        "Please",
-        "Can",
-        "Could",
-        "Would",
-        "Will",
-        "Then",
-        "Also",
-        "And",
-        "After",
-        "Finally",
-        "Next",
-        "First",
-        "Find",
-        "Get",
-        "Search",
-        "Book",
-        "Make",
-        "Create",
-        "Calculate",
-        "Send",
-        "Check",
-        "Show",
-        "Tell",
-        "Give",
-        "Help",
-        "Generate",
-        "Convert",
-        "Translate",
-        "Analyze",
-        "Schedule",
-        "Add",
-        "Buy",
-        "Reserve",
-        "The",
-        "A",
-        "An",
-        "My",
-        "Our",
-        "Let",
-        "Lets",
-        "Let's",
-        "Now",
-        "Also",
-        "What",
-        "Which",
-        "When",
-        "Where",
-        "How",
-        "Is",
-        "Are",
-        "Do",
-    ]
-) | frozenset(m.capitalize() for m in MONTHS)
 MAX_CANDIDATES = 120
 
 
@@ -153,10 +48,14 @@ class Candidate:
     """One value the request offers; `start`..`end` is where it was written (-1 when derived)."""
 
     value: Any
-    kind: str  # quoted, list, object, email, url, phone, date, datetime, time, expression, number, code, phrase, ngram
+    kind: str  # quoted, list, object, email, url, phone, date, datetime, time, expression, number, code, phrase,
+    # ngram, coordinates (a written "lat,lng" pair) and its latitude and longitude
     start: int
     end: int
     cue: str = ""  # the few words just before it ("tax rate of")
+    tail: str = ""  # the word right after it ("days" in "30 days")
+    iso: str = ""  # dates: the ISO reading (YYYY-MM-DD); times: HH:MM on a 24-hour clock
+    written: bool = True  # False: a reading derived from what was written (an ISO form, 8% as 0.08)
 
     @property
     def is_string(self) -> bool:
@@ -174,6 +73,7 @@ class RequestValues:
     text: str
     candidates: list[Candidate] = field(default_factory=list)
     words: list[str] = field(default_factory=list)
+    language: str = "en"
 
     def strings(self) -> list[Candidate]:
         return [c for c in self.candidates if c.is_string]
@@ -196,7 +96,8 @@ class RequestValues:
 
 def extract(request: str, today: date) -> RequestValues:
     """All candidates of `request`, in order of position (derived readings right after their span)."""
-    out = RequestValues(request)
+    lex = lexicon_for(request)
+    out = RequestValues(request, language=lex.language)
     claimed: list[tuple[int, int]] = []
 
     def free(start: int, end: int) -> bool:
@@ -216,52 +117,53 @@ def extract(request: str, today: date) -> RequestValues:
     for m in QUOTED.finditer(request):
         inner = m.group(2).strip()
         if inner and _pairs(m.group(1), m.group(3)):
-            kind = "date" if ISO_DATETIME.fullmatch(inner) or SLASH_DATE.fullmatch(inner) else "quoted"
-            found.append(Candidate(inner, kind, m.start(2), m.end(2)))
+            iso = _date_reading(inner)
+            found.append(Candidate(inner, "date" if iso else "quoted", m.start(2), m.end(2), iso=iso or ""))
             claim(m.start(), m.end())
-    quoted_lists = _quoted_lists(request)
-    for start, end, items in quoted_lists:
+    for start, end, items in _quoted_lists(request):
         found.append(Candidate(items, "list", start, end))
     for pattern, kind in ((EMAIL, "email"), (URL, "url")):
         for m in pattern.finditer(request):
             if free(m.start(), m.end()):
                 found.append(Candidate(m.group(0), kind, m.start(), m.end()))
                 claim(m.start(), m.end())
-    for m in ISO_DATETIME.finditer(request):
-        found.append(Candidate(m.group(0), "datetime" if len(m.group(0)) > 10 else "date", m.start(), m.end()))
-        if len(m.group(0)) > 10:
-            found.append(Candidate(m.group(0)[:10], "date", m.start(), m.start() + 10))
-        claim(m.start(), m.end())
-    for m in SLASH_DATE.finditer(request):
+    for written in dates.find_dates(request, today, lex):
+        if not free(written.start, written.end):
+            continue
+        span = (written.start, written.end)
+        if len(written.text) > 10 and dates.ISO_DATETIME.fullmatch(written.text):  # a date and a time
+            found.append(Candidate(written.text, "datetime", *span, iso=written.iso))
+        else:
+            found.append(Candidate(written.text, "date", *span, iso=written.iso))
+        if written.iso != written.text:
+            found.append(Candidate(written.iso, "date", *span, iso=written.iso, written=False))
+        if not written.counted:
+            claim(*span)
+    for m in dates.TIME.finditer(request):
         if free(m.start(), m.end()):
-            found.append(Candidate(m.group(0), "date", m.start(), m.end()))
-            iso = _slash_iso(m.group(0))
-            if iso:
-                found.append(Candidate(iso, "date", -1, -1))
+            text = m.group(0).strip().rstrip(".")
+            clock = dates.time_24h(text) or ""
+            found.append(Candidate(text, "time", m.start(), m.end(), iso=clock))
+            normal = dates.time_normal(text)
+            if normal and normal != text:
+                found.append(Candidate(normal, "time", m.start(), m.end(), iso=clock, written=False))
             claim(m.start(), m.end())
-    for pattern, month_group, day_group in ((MONTH_DAY_YEAR, 1, 2), (DAY_MONTH_YEAR, 2, 1)):
+    for m in COORDINATES.finditer(request):  # "45.5017,-73.5673": a point, and its latitude and longitude
+        if free(m.start(), m.end()):
+            found.append(Candidate(m.group(0), "coordinates", m.start(), m.end()))
+            found.append(Candidate(_number(float(m.group(1))), "latitude", m.start(1), m.end(1)))
+            found.append(Candidate(_number(float(m.group(2))), "longitude", m.start(2), m.end(2)))
+            claim(m.start(), m.end())
+    for pattern in lex.time_patterns:  # a language's own clock ("下午3点半" → 15:30)
         for m in pattern.finditer(request):
-            if not free(m.start(), m.end()):
-                continue
-            month, day = MONTHS[m.group(month_group).lower().rstrip(".")], int(m.group(day_group))
-            year = int(m.group(3)) if m.group(3) else None
-            iso = _iso(year, month, day, today)
-            if iso is None:
-                continue
-            found.append(Candidate(m.group(0), "date", m.start(), m.end()))
-            found.append(Candidate(iso, "date", m.start(), m.end()))
-            claim(m.start(), m.end())
-    for m in TIME.finditer(request):
-        if free(m.start(), m.end()):
-            written = m.group(0).strip().rstrip(".")
-            found.append(Candidate(written, "time", m.start(), m.end()))
-            normal = _time_normal(written)
-            if normal and normal != written:
-                found.append(Candidate(normal, "time", -1, -1))
-            claim(m.start(), m.end())
+            if free(m.start(), m.end()):
+                said = _clock_of(m.groupdict(), lex)
+                if said is not None:
+                    found.append(Candidate(said, "time", m.start(), m.end(), iso=said))
+                    claim(m.start(), m.end())
     for m in EXPRESSION.finditer(request):
         text = m.group(0)
-        if free(m.start(), m.end()) and not SLASH_DATE.fullmatch(text) and not PHONE.fullmatch(text):
+        if free(m.start(), m.end()) and not dates.SLASH_DATE.fullmatch(text) and not PHONE.fullmatch(text):
             found.append(Candidate(text, "expression", m.start(), m.end()))
             claim(m.start(), m.end())
     for m in PHONE.finditer(request):
@@ -273,27 +175,48 @@ def extract(request: str, today: date) -> RequestValues:
         if free(m.start(), m.end()) and not NUMBER.fullmatch(m.group(0)):
             found.append(Candidate(m.group(0), "code", m.start(), m.end()))
             claim(m.start(), m.end())
-    for candidate in _numbers(request, free):
-        found.append(candidate)
-    for m in CAPITALISED.finditer(request):
-        phrase = _trim_phrase(m.group(0))
+    found += _numbers(request, free, lex)
+    for m in _capitalised(lex).finditer(request):
+        phrase = _trim_phrase(m.group(0), lex)
         if phrase and free(m.start(), m.end()):
             start = request.find(phrase, m.start())
             found.append(Candidate(phrase, "phrase", start, start + len(phrase)))
             claim(start, start + len(phrase))
-    for start, end, text in _ngrams(request):
+    for start, end, text in _ngrams(request, lex):
         if free(start, end):
             found.append(Candidate(text, "ngram", start, end))
     found.sort(key=lambda c: (c.start if c.start >= 0 else 10**6, c.kind == "ngram"))
-    for candidate in found:
-        cue = _cue(request, candidate.start) if candidate.start >= 0 else ""
-        out.add(Candidate(candidate.value, candidate.kind, candidate.start, candidate.end, cue))
+    for c in found:
+        cue, tail = (_cue(request, c.start), _tail(request, c.end)) if c.start >= 0 else ("", "")
+        out.add(Candidate(c.value, c.kind, c.start, c.end, cue, tail, c.iso, c.written))
     out.words = list(dict.fromkeys(w for w in WORD.findall(request)))
     return out
 
 
+def _capitalised(lex: Lexicon) -> re.Pattern[str]:
+    """Capitalised phrases, the lexicon's small connecting words allowed inside ("Bank of America")."""
+    small = "|".join(re.escape(w) for w in sorted(lex.name_connectors)) or "(?!)"
+    return re.compile(rf"\b[A-Z][\w'&.-]*(?:\s+(?:{small})\s+[A-Z][\w'&.-]*|\s+[A-Z][\w'&.-]*)*")
+
+
+def _clock_of(groups: dict[str, str | None], lex: Lexicon) -> str | None:
+    hour = int(groups.get("hour") or -1)
+    minute = 30 if groups.get("half") else int(groups.get("minute") or 0)
+    if groups.get("period") in lex.afternoon_words and hour < 12:
+        hour += 12
+    return f"{hour:02d}:{minute:02d}" if 0 <= hour <= 23 and 0 <= minute <= 59 else None
+
+
+def _date_reading(text: str) -> str | None:
+    if dates.ISO_DATETIME.fullmatch(text):
+        return text[:10]
+    if dates.SLASH_DATE.fullmatch(text):
+        return dates.slash_iso(text)
+    return None
+
+
 def _pairs(opening: str, closing: str) -> bool:
-    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'"}.get(opening, "").find(closing) >= 0
+    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'", "「": "」", "『": "』"}.get(opening, "").find(closing) >= 0
 
 
 def _parse_bracketed(text: str) -> list[Any] | dict[str, Any] | None:
@@ -324,41 +247,8 @@ def _quoted_lists(request: str) -> list[tuple[int, int, list[str]]]:
     return runs
 
 
-def _iso(year: int | None, month: int, day: int, today: date) -> str | None:
-    try:
-        if year is not None:
-            return date(year, month, day).isoformat()
-        for candidate_year in (today.year, today.year + 1):
-            candidate = date(candidate_year, month, day)
-            if candidate >= today:
-                return candidate.isoformat()
-    except ValueError:
-        return None
-    return None
-
-
-def _slash_iso(text: str) -> str | None:
-    """`MM/DD/YYYY` (US order; `DD/MM` when the first number cannot be a month)."""
-    a, b, y = (int(p) for p in text.split("/"))
-    year = y + 2000 if y < 100 else y
-    month, day = (a, b) if a <= 12 else (b, a)
-    try:
-        return date(year, month, day).isoformat()
-    except ValueError:
-        return None
-
-
-def _time_normal(text: str) -> str | None:
-    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s*([AaPp])?\.?([Mm])?\.?", text.strip())
-    if not m:
-        return None
-    hour, minute = int(m.group(1)), m.group(2) or "00"
-    if m.group(3):
-        return f"{hour}:{minute} {m.group(3).upper()}M"
-    return f"{hour:02d}:{minute}"
-
-
-def _numbers(request: str, free: Any) -> Iterable[Candidate]:
+def _numbers(request: str, free: Any, lex: Lexicon) -> list[Candidate]:
+    out: list[Candidate] = []
     for m in NUMBER.finditer(request):
         if not free(m.start(3), m.end(3) + len(m.group(4) or "")):
             continue
@@ -368,31 +258,37 @@ def _numbers(request: str, free: Any) -> Iterable[Candidate]:
             value = -value
         scale = {"k": 1000, "thousand": 1000, "million": 1_000_000}.get(suffix.lower(), 1)
         written = _number(value * scale)
-        yield Candidate(written, "number", m.start(), m.end())
+        out.append(Candidate(written, "number", m.start(), m.end()))
+        if len(digits) >= 6 and not (sign or fraction or suffix or m.group(2) or "," in m.group(3)):
+            out.append(Candidate(digits, "code", m.start(3), m.end(3)))  # "payment 8835502392934513": an id
         if suffix in ("%", "percent"):
-            yield Candidate(_number(round(value / 100, 10)), "number", m.start(), m.end())
+            out.append(Candidate(_number(round(value / 100, 10)), "number", m.start(), m.end(), written=False))
         elif m.group(2) or "," in m.group(3):
-            yield Candidate(str(written), "number", m.start(), m.end())  # the amount as text
+            out.append(Candidate(str(written), "number", m.start(), m.end(), written=False))  # the amount as text
     lower = request.lower()
-    for word, number in NUMBER_WORDS.items():
-        for m in re.finditer(rf"\b{re.escape(word)}\b", lower):
-            yield Candidate(number, "number", m.start(), m.end())
+    edge = r"\b" if lex.segmented else ""
+    for word, number in lex.number_words.items():
+        for m in re.finditer(rf"{edge}{re.escape(word)}{edge}", lower):
+            if free(m.start(), m.end()):
+                out.append(Candidate(number, "number", m.start(), m.end()))
+    return out
 
 
 def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def _trim_phrase(phrase: str) -> str:
+def _trim_phrase(phrase: str, lex: Lexicon) -> str:
+    skip = lex.lead_skip | {m.capitalize() for m in lex.months}
     words = [w.strip(".,;:!?") for w in phrase.split()]
-    while words and words[0] in _LEAD_SKIP:
+    while words and words[0] in skip:
         words = words[1:]
-    while words and (words[-1] in _LEAD_SKIP or words[-1].lower() in STOPWORDS):
+    while words and (words[-1] in skip or words[-1].lower() in lex.stopwords):
         words = words[:-1]
     return " ".join(words)
 
 
-def _ngrams(request: str, longest: int = 3) -> Iterable[tuple[int, int, str]]:
+def _ngrams(request: str, lex: Lexicon, longest: int = 3) -> Iterable[tuple[int, int, str]]:
     """Content-word n-grams (1..3 words, no stopword at either end) with their character spans."""
     tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", request)]
     for size in range(longest, 0, -1):
@@ -401,7 +297,7 @@ def _ngrams(request: str, longest: int = 3) -> Iterable[tuple[int, int, str]]:
             if any(b[0] - a[1] > 1 for a, b in zip(window, window[1:], strict=False)):
                 continue  # not adjacent (punctuation between)
             first, last = window[0][2].lower(), window[-1][2].lower()
-            if first in STOPWORDS or last in STOPWORDS or first in ACTION_VERBS or len(window[-1][2]) < 2:
+            if first in lex.stopwords or last in lex.stopwords or first in lex.action_verbs or len(window[-1][2]) < 2:
                 continue
             yield window[0][0], window[-1][1], request[window[0][0] : window[-1][1]]
 
@@ -411,12 +307,24 @@ def _cue(request: str, start: int, words: int = 4) -> str:
     return " ".join(w.lower() for w in before[-words:])
 
 
+def _tail(request: str, end: int) -> str:
+    """The first word after a value, when nothing but spaces (or a hyphen) separates them."""
+    m = re.match(r"[ \-]?([A-Za-z]+)", request[end : end + 24])
+    return m.group(1).lower() if m else ""
+
+
 # ranking for one argument ----------------------------------------------------------------------------
 def name_tokens(name: str) -> set[str]:
     """`tax_rate` / `taxRate` / `Tax-Rate` → {"tax", "rate"} (and a crude singular of each)."""
-    parts = re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", name)
+    parts = re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", name)
     tokens = {p.lower() for p in parts if p}
     return tokens | {t[:-1] for t in tokens if t.endswith("s") and len(t) > 3}
+
+
+def role_match(cue: str, arg_tokens: set[str], lex: Lexicon) -> bool:
+    """The last word before a value is a role word that fits the argument ("from" → origin)."""
+    words = cue.split()
+    return bool(words) and bool(lex.role_words.get(words[-1], frozenset()) & arg_tokens)
 
 
 def rank(
@@ -426,19 +334,31 @@ def rank(
     *,
     span: tuple[int, int] | None = None,
     limit: int = 10,
+    lex: Lexicon | None = None,
 ) -> list[Candidate]:
-    """Candidates for one argument, best first: cue words naming the argument, inside the step's span,
-    earlier in the request. Derived readings keep their source's position."""
-    wanted = name_tokens(arg_name) | {w for w in re.findall(r"[a-z]+", description.lower()) if w not in STOPWORDS}
+    """Candidates for one argument, best first: cue words naming the argument (or a role word that fits
+    it), its name right after the value, inside the step's span, earlier in the request. Derived
+    readings keep their source's position. Weights: configs/lexicon/weights.yaml `rank`."""
+    lex = lex or lexicon_for("")
+    w = weights().rank
+    described = {word for word in re.findall(r"[a-z]+", description.lower()) if word not in lex.stopwords}
+    wanted = name_tokens(arg_name) | described
     own = name_tokens(arg_name)
+    stems = {lex.stem(t) for t in own if len(t) > 2}
 
     def score(item: tuple[int, Candidate]) -> tuple[float, int]:
         index, c = item
         cue = set(c.cue.split())
-        s = 3.0 * len(own & cue) + 0.5 * len((wanted - own) & cue)
+        s = w["own_cue"] * len(own & cue) + w["description_cue"] * len((wanted - own) & cue)
+        if not own & cue and stems & {lex.stem(word) for word in cue if len(word) > 2}:
+            s += w["own_cue"]
+        if role_match(c.cue, own, lex):
+            s += w["role_cue"]
+        if c.tail and (c.tail in own or lex.stem(c.tail) in stems):
+            s += w["tail"]
         if span is not None and c.start >= 0:
-            s += 2.0 if span[0] <= c.start < span[1] else 0.0
-        s -= 1.5 if c.kind == "ngram" else 0.0
+            s += w["in_step"] if span[0] <= c.start < span[1] else 0.0
+        s += w["ngram"] if c.kind == "ngram" else 0.0
         return (-s, index)
 
     ordered = sorted(enumerate(candidates), key=score)

@@ -29,7 +29,8 @@ def _footer(report: Mapping[str, Any]) -> str:
     m = report["meta"]
     machine = m["machine"]
     gpus = ", ".join(machine.get("gpus") or []) or f"{machine.get('cpu_count')} CPU cores, no GPU"
-    return f"model {m.get('model')} · {gpus} · {(m.get('git') or {}).get('commit', '?')[:10]} · {m.get('created_at')}"
+    commit = (m.get("git") or {}).get("commit") or "?"  # None outside a git checkout
+    return f"model {m.get('model')} · {gpus} · {commit[:10]} · {m.get('created_at')}"
 
 
 def latency_cdf(report: Mapping[str, Any], path: Path) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from planner.config import PlannerConfig
 from serving.errors import ConfigError
@@ -55,10 +55,15 @@ class EngineProfile(_Strict):
         "set in the configuration file or the environment still wins.",
     )
 
+    @field_validator("planner")
+    @classmethod
+    def _typed_planner(cls, value: dict[str, Any]) -> dict[str, Any]:
+        PlannerConfig().over(value)  # every key a PlannerConfig field (at any depth), every value valid
+        return value
+
     def planner_config(self, configured: PlannerConfig) -> PlannerConfig:
-        """`configured` with this profile's planner defaults for every field the user did not set."""
-        update = {k: v for k, v in self.planner.items() if k not in configured.model_fields_set}
-        return PlannerConfig.model_validate({**configured.model_dump(), **update}) if update else configured
+        """`configured` over this profile's planner defaults, merged field by field at any depth."""
+        return configured.over(self.planner) if self.planner else configured
 
     def model_dir(self, settings: Settings) -> Path:
         """Where the servable weights folder is (prepared or local)."""

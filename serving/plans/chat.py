@@ -29,6 +29,7 @@ def plan_completion(result: PlanResult) -> dict[str, Any]:
             "path": result.path,
             "fallback_reason": result.fallback_reason,
             "reason": result.reason,
+            "missing": result.missing,  # path "needs_input": what the user must give (planner/results.py)
         },
     }
 

@@ -1,6 +1,7 @@
 """The fake planner model shared by the planner tests: scripted replies, every call recorded.
 
-`enqueue(*replies)` adds replies (a string is the completion text; an exception is raised instead);
+`enqueue(*replies)` adds replies (a string is the completion text; a `Completion` is returned as it is,
+e.g. one cut off with `finish_reason="length"`; an exception is raised instead);
 `history` holds every call with its messages, grammar, max_tokens and cache salt. An empty queue
 answers "{" (invalid JSON), so a test sees exactly how many calls the code under test made.
 """
@@ -13,11 +14,11 @@ from planner.llm import Completion, Message
 
 
 class FakePlannerLLM:
-    def __init__(self, *replies: str | Exception) -> None:
-        self.queue: list[str | Exception] = list(replies)
+    def __init__(self, *replies: str | Completion | Exception) -> None:
+        self.queue: list[str | Completion | Exception] = list(replies)
         self.history: list[dict[str, Any]] = []
 
-    def enqueue(self, *replies: str | Exception) -> FakePlannerLLM:
+    def enqueue(self, *replies: str | Completion | Exception) -> FakePlannerLLM:
         self.queue.extend(replies)
         return self
 
@@ -28,6 +29,8 @@ class FakePlannerLLM:
         reply = self.queue.pop(0) if self.queue else "{"
         if isinstance(reply, Exception):
             raise reply
+        if isinstance(reply, Completion):
+            return reply
         return Completion(reply, 100, 10, 0.5, 0.1, "stop")
 
     @property

@@ -133,16 +133,35 @@ def test_two_steps_with_a_reference_on_a_user_catalog(
 def test_nothing_fits_gives_no_plan_without_calling_the_engine(
     engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
 ) -> None:
-    result = plan_with(
-        engine, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6}
-    )
+    result = plan_with(engine, engine_model, minilm, "Hum me a tune", USER_TOOLS[:2], selection={"no_fit_below": 0.6})
     assert result.plan is None and result.path == "no_plan" and result.attempts == []
 
 
-def test_fallback_engages_when_the_model_path_fails(engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder) -> None:
+def test_fallback_engages_when_the_model_path_fails(
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
+) -> None:
     # max_tokens forced to 8: every JSON answer is cut off, so the model path fails for real
     result = plan_with(engine, engine_model, minilm, REQUESTS[0], max_tokens_cap=8, max_retries=1)
     assert result.path == "fallback" and result.plan is not None
     assert result.fallback_reason and "JSON" in result.fallback_reason
     assert len(result.attempts) == 2 and all(a.error_layer == "schema" for a in result.attempts)
     assert [n.tool for n in result.plan.nodes] == ["search_flights", "get_weather"]
+
+
+def test_a_real_api_catalog_chains_the_lookup_in_the_declared_format_without_filler(
+    engine: tuple[str, str | None], engine_model: str, minilm: CachedEmbedder
+) -> None:
+    """tests/planner/real_catalogs.py: camelCase, 7 optional arguments, an id only `searchCustomers`
+    returns, a date declared as "Format: YYYY-MM-DD" in a description."""
+    from tests.planner import real_catalogs as rc
+
+    request = "Invoice ACME 1200 euros, issued March 3, 2027"
+    result = plan_with(engine, engine_model, minilm, request, rc.CRM, fallback_enabled=False)
+    assert result.plan is not None and [n.tool for n in result.plan.nodes] == ["searchCustomers", "createInvoice"]
+    assert result.plan.node("n1").args == {"query": "ACME"}
+    invoice = result.plan.node("n2").args
+    assert invoice["customerId"] == "$n1.customers.0.customerId" and invoice["amount"] == 1200
+    assert set(invoice) <= {"customerId", "amount", "currency", "issueDate"}  # nothing the request does not say
+    assert invoice.get("currency", "EUR") == "EUR" and invoice.get("issueDate", "2027-03-03") == "2027-03-03"
+    missing = plan_with(engine, engine_model, minilm, "Create an invoice for Umbrella Corp", rc.CRM)
+    assert missing.path == "needs_input" and missing.missing[0]["argument"] == "amount"

@@ -92,8 +92,13 @@ def test_one_required_identifier_another_tool_outputs_brings_that_lookup_first()
     """`book_stylist` needs a `stylist_name` (1 of its 3 required arguments: not the majority rule)."""
     tools = ToolCatalog.from_openai(
         [
-            fn("find_salon", "Find a hair salon in a city", {"city": {"type": "string"}}, ["city"],
-               {"stylist_name": "string", "phone": "string"}),  # fmt: skip
+            fn(
+                "find_salon",
+                "Find a hair salon in a city",
+                {"city": {"type": "string"}},
+                ["city"],
+                {"stylist_name": "string", "phone": "string"},
+            ),  # fmt: skip
             fn(
                 "book_stylist",
                 "Book an appointment with a hair stylist",
@@ -106,7 +111,9 @@ def test_one_required_identifier_another_tool_outputs_brings_that_lookup_first()
 
     def sequence(**config: Any) -> list[str]:
         selector = ToolSelector(CachedEmbedder(HashingEmbedder()), SelectionConfig(**config))
-        return asyncio.run(selector.select("Book an appointment with a stylist on Friday at 3pm", tools, limit=8)).sequence
+        return asyncio.run(
+            selector.select("Book an appointment with a stylist on Friday at 3pm", tools, limit=8)
+        ).sequence
 
     assert sequence() == ["find_salon", "book_stylist"]
     assert sequence(prerequisite_identifiers=()) == ["book_stylist"]

@@ -59,7 +59,7 @@ def test_proposed_tools_and_model_written_arguments() -> None:
     assert result.plan.node("n1").args == {"origin": "Shanghai", "destination": "Hangzhou", "date": "2027-06-20"}
     assert result.attempts[0].tools_from == "proposal" and result.attempts[0].calls == 2
     first = llm.history[0]
-    assert set(first["schema"]["properties"]) == {"origin", "destination", "date", "max_price"}
+    assert set(first["schema"]["properties"]) == {"origin", "destination", "date"}  # max_price: no evidence
     assert first["messages"][-1]["content"].startswith('n1 = search_flights for "Find flights from Shanghai')
     assert "Suggested:" in first["messages"][-1]["content"]  # the drafted arguments, as a hint
     assert all(call["salt"] == "salt-a" for call in llm.history)
@@ -145,12 +145,13 @@ def test_a_users_own_date_argument_is_not_judged_by_travel_rules() -> None:
     assert result.packs == []
 
 
-def test_years_survive_into_the_grammar() -> None:
+def test_years_survive_into_the_grammar_in_iso_form() -> None:
+    """A date argument that declares no format takes ISO 8601; the year the request writes is kept."""
     tools = [user_tool("log_day", {"day": {"type": "string"}}, "Log a day")]
-    llm = FakePlannerLLM('{"day": "March 3, 2021"}')
+    llm = FakePlannerLLM('{"day": "2021-03-03"}')
     run(service(llm), "Log the day March 3, 2021", tools=tools)
     offered = json.dumps(llm.history[0]["schema"])
-    assert "March 3, 2021" in offered and "2021-03-03" in offered and "2027-03-03" not in offered
+    assert "2021-03-03" in offered and "2027-03-03" not in offered and "March 3, 2021" not in offered
 
 
 def test_the_cache_keeps_every_character_that_changes_the_meaning() -> None:
@@ -214,7 +215,9 @@ def test_a_conversation_too_long_for_the_model_is_retried_without_examples() -> 
     too_long = LLMRejected("This model's maximum context length is 2048 tokens (parameter=input_tokens)", engine_status=400)
     llm = FakePlannerLLM(too_long, WEATHER)
     result = run(service(llm), "Weather in Hangzhou on June 20?")
-    assert result.path == "model_retry" and result.attempts[1].changes == ["no examples (the prompt was past the context length)"]
+    assert result.path == "model_retry"
+    assert result.attempts[1].changes == ["no examples and shorter tool lines (the prompt was past the context length)"]
     first, second = llm.history[0]["messages"], llm.history[1]["messages"]
     assert len(first) > 4  # the travel pack's examples, as turns
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]  # request, tools, node
+    assert len(second[0]["content"]) < len(first[0]["content"])  # shorter tool lines

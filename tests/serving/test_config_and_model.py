@@ -118,7 +118,7 @@ def test_profiles_carry_planner_defaults_that_explicit_settings_override() -> No
     assert gpu.planner_config(PlannerConfig()).tool_choice == "model"
     assert gpu.planner_config(PlannerConfig()).grounding == "free"
     assert gpu.planner_config(PlannerConfig(grounding="hybrid")).grounding == "hybrid"  # the user's choice wins
-    assert gpu.planner_config(PlannerConfig()).learned_refs_min_count is None  # every value decodable on Phi-3
-    assert load_profile("smollm2-cpu").planner_config(PlannerConfig()).learned_refs_min_count == 1
+    assert gpu.planner_config(PlannerConfig()).stages.learned_refs is False  # every value decodable on Phi-3
+    assert load_profile("smollm2-cpu").planner_config(PlannerConfig()).stages.learned_refs is True
     cpu = load_profile("smollm2-cpu").planner_config(PlannerConfig())
     assert (cpu.tool_choice, cpu.grounding) == ("proposal", "grounded")

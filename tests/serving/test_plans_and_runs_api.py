@@ -130,3 +130,26 @@ def test_nothing_fits_is_a_200_answer_on_every_surface(fake_stack_factory: Calla
         assert run.status_code == 200, run.text
         assert run.json()["status"] == "no_plan" and run.json()["planner"]["path"] == "no_plan"
         assert client.get(f"/v1/runs/{run.json()['run_id']}").json()["status"] == "no_plan"
+
+
+def test_a_missing_value_is_a_needs_input_answer_on_every_surface(fake_stack_factory: Callable[..., FakeStack]) -> None:
+    """planner/results.py `needs_input`: the request leaves out a required value nothing can fill (here the
+    amount of an invoice); the answer lists it instead of an invented one."""
+    from tests.planner import real_catalogs as rc
+
+    stack = fake_stack_factory()
+    request = "Create an invoice for Umbrella Corp"
+    with stack.gateway.client() as client:
+        plan = client.post("/v1/plans", json={"request": request, "tools": rc.CRM})
+        assert plan.status_code == 200, plan.text
+        body = plan.json()
+        assert body["plan"] is None and body["path"] == "needs_input" and "amount" in body["reason"]
+        assert {(m["tool"], m["argument"]) for m in body["missing"]} == {("createInvoice", "amount")}
+        chat = client.post(
+            "/v1/chat/completions",
+            json={"model": "planner", "messages": [{"role": "user", "content": request}], "tools": rc.CRM},
+        )
+        assert chat.status_code == 200, chat.text
+        assert json.loads(chat.json()["choices"][0]["message"]["content"]) == {"nodes": []}
+        assert chat.json()["planstack"]["path"] == "needs_input"
+        assert chat.json()["planstack"]["missing"][0]["argument"] == "amount"

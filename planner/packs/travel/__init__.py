@@ -44,7 +44,8 @@ class TravelPack(DomainPack):
         self._demos = load_demonstrations(PACK_DIR / "demonstrations.jsonl")
 
     def _intent(self, request: str, today: date) -> Intent:
-        return IntentExtractor(self.fallback_rules.goals, self.fallback_rules.cities, today).extract(request)
+        rules = self.fallback_rules
+        return IntentExtractor(rules.goals, rules.cities, today, rules.city_aliases).extract(request)
 
     def intent(self, request: str, today: date) -> dict[str, Any]:
         return self._intent(request, today).as_dict()
@@ -52,7 +53,7 @@ class TravelPack(DomainPack):
     def preferred_values(self, request: str, tool: ToolDef, today: date) -> dict[str, list[Any]]:
         if tool.name not in self.tools:
             return {}
-        slots = extract_values(request, self._intent(request, today), self.kinds)
+        slots = extract_values(request, self._intent(request, today), self.kinds, today)
         out: dict[str, list[Any]] = {}
         for name, schema in tool.properties.items():
             kind = schema.get("type") if isinstance(schema, dict) else None

@@ -5,7 +5,7 @@ Used only after the model path failed (and reported as `path == "fallback"`, nev
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,17 @@ class FallbackRules:
     goals: dict[str, list[str]]
     cities: list[str]
     rules: list[dict[str, Any]]
+    city_aliases: dict[str, str] = field(default_factory=dict)  # another language's name → the gazetteer's
 
     @classmethod
     def from_yaml(cls, path: Path) -> FallbackRules:
-        data = yaml.safe_load(path.read_text()) or {}
-        return cls(dict(data.get("goals", {})), list(data.get("cities", [])), list(data.get("rules", [])))
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return cls(
+            dict(data.get("goals", {})),
+            list(data.get("cities", [])),
+            list(data.get("rules", [])),
+            {str(k): str(v) for k, v in (data.get("city_aliases") or {}).items()},
+        )
 
 
 class FallbackPlanner:

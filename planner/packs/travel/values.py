@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from planner.packs.travel.intent import MONTH_DAY, Intent
-from planner.values import MONTHS
+from planner.dates import find_dates
+from planner.lexicon import lexicon
+from planner.packs.travel.intent import Intent
 
 CURRENCY_CODES = ("cny", "usd", "eur", "jpy", "gbp", "hkd", "rmb")
 
@@ -28,11 +30,7 @@ _SKIP_WORDS = (
     "I Please Find Search Book Get Check Plan Show What Which When Where How Can Could Would And Also Then "
     "Need Want Look Buy Reserve Schedule Make Tell Give Help Is Are Do The A An My Me We Our Us Fly AM PM"
 )
-_SKIP = (
-    frozenset(_SKIP_WORDS.split())
-    | frozenset(m.capitalize() for m in MONTHS)
-    | frozenset(c.upper() for c in CURRENCY_CODES)
-)
+_SKIP = frozenset(_SKIP_WORDS.split()) | frozenset(c.upper() for c in CURRENCY_CODES)
 _MAX_VALUES = 8
 
 
@@ -66,7 +64,7 @@ class SlotValues:
         return list(self.by_kind.get("number", []))
 
 
-def extract_values(request: str, intent: Intent, kinds: SlotKinds) -> SlotValues:
+def extract_values(request: str, intent: Intent, kinds: SlotKinds, today: date) -> SlotValues:
     dates = [*intent.dates]
     if intent.check_out and (intent.nights is not None or "hotel" in intent.goals):
         dates.append(intent.check_out)
@@ -79,9 +77,9 @@ def extract_values(request: str, intent: Intent, kinds: SlotKinds) -> SlotValues
     for value in (intent.budget, intent.amount, intent.guests, intent.nights):
         if value is not None:
             numbers.append(_num(value))
-    in_dates = {m.span(2) for m in MONTH_DAY.finditer(request)}
+    written = find_dates(request, today, lexicon("en"))
     for m in NUMBER.finditer(request):
-        if m.span(1) in in_dates:
+        if any(f.start <= m.start(1) < f.end for f in written):
             continue
         numbers.append(_num(float(m.group(1).replace(",", "")) * (1000 if m.group(2) else 1)))
     number_text = [str(n) for n in numbers if not any(str(n) in d for d in dates)]
@@ -90,7 +88,9 @@ def extract_values(request: str, intent: Intent, kinds: SlotKinds) -> SlotValues
     by_kind = {
         "date": dates,
         "end_date": dates[1:],
-        "city": cities or phrases,
+        "origin": [*(v for v in (intent.origin,) if v), *cities] or phrases,
+        "destination": [*(v for v in (intent.destination,) if v), *cities] or phrases,
+        "city": [*(v for v in (intent.destination,) if v), *cities] or phrases,
         "place": places,
         "currency": list(intent.currencies),
         "time": times,
@@ -101,10 +101,11 @@ def extract_values(request: str, intent: Intent, kinds: SlotKinds) -> SlotValues
 
 
 def _trim(phrase: str) -> str:
+    skip = _SKIP | {m.capitalize() for m in lexicon("en").months}
     words = [w.strip(".,;:!?") for w in phrase.split()]
-    while words and words[0] in _SKIP:
+    while words and words[0] in skip:
         words = words[1:]
-    while words and words[-1] in _SKIP:
+    while words and words[-1] in skip:
         words = words[:-1]
     return " ".join(words).strip(".")
 

@@ -1,0 +1,117 @@
+"""What kind of value an argument takes, read from its JSON Schema, its name and its description.
+
+The kind decides which request values may fill it and in what form (planner/evidence.py): a date
+argument takes dates written in its declared format (planner/dates.py), an identifier takes ids (codes,
+numbers, quoted text, an earlier output) and never a name, a number takes numbers. Names are read in
+any naming style (`customerId`, `customer_id`, `customer-id`), with the words of the English lexicon
+(argument names are English in practice, whatever the request's language).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from planner.dates import DateFormat, declared_format
+from planner.lexicon import Lexicon, lexicon
+
+_WORDS_OF_NAME = "en"
+_ISO_EXAMPLE = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+
+
+@dataclass(frozen=True)
+class ArgKind:
+    """`kind`: date, datetime, time, epoch, identifier, email, url, phone, number, integer, boolean, enum,
+    array, object or text; `date_format` for the date kinds."""
+
+    kind: str
+    date_format: DateFormat | None = None
+
+    @property
+    def is_date(self) -> bool:
+        return self.date_format is not None
+
+    @property
+    def is_identifier(self) -> bool:
+        return self.kind == "identifier"
+
+
+def ordered_tokens(name: str) -> list[str]:
+    """`originLocationCode` → ["origin", "location", "code"] (the words of a name, in order, lower case)."""
+    parts = re.split(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", name)
+    return [p.lower() for p in parts if p]
+
+
+def dateish(arg: str, schema: dict[str, Any], lex: Lexicon | None = None) -> bool:
+    """The argument takes a date: its format says so, or the last word of its name is a date word
+    (`startDate`, `deadline`) or ends in "date" (`birthdate`); `number_of_days` and `dueDays` are counts."""
+    lex = lex or lexicon(_WORDS_OF_NAME)
+    if str(schema.get("format", "")).startswith("date"):
+        return True
+    words = ordered_tokens(arg)
+    last = words[-1] if words else ""
+    return last in lex.date_words or (last.endswith("date") and len(last) > 6)
+
+
+def timeish(arg: str, lex: Lexicon | None = None) -> bool:
+    """The last word of the name is a time word (`departure_time`; not `time_zone`)."""
+    lex = lex or lexicon(_WORDS_OF_NAME)
+    words = ordered_tokens(arg)
+    return bool(words) and words[-1] in lex.time_words
+
+
+def identifier_like(arg: str, schema: dict[str, Any], lex: Lexicon | None = None) -> bool:
+    """The argument names an identifier: its last word is one (`customerId`, `order_uuid`) or its format
+    is `uuid`."""
+    lex = lex or lexicon(_WORDS_OF_NAME)
+    if schema.get("format") == "uuid":
+        return True
+    tokens = ordered_tokens(arg)
+    return bool(tokens) and tokens[-1] in lex.identifier_words
+
+
+def classify(arg: str, schema: Any) -> ArgKind:
+    """The kind of value `arg` takes (schema: its JSON Schema; anything else counts as untyped)."""
+    lex = lexicon(_WORDS_OF_NAME)
+    schema = schema if isinstance(schema, dict) else {}
+    for key in ("anyOf", "oneOf"):  # "a string, or a list of them": read as its first typed option
+        options = [o for o in schema.get(key) or [] if isinstance(o, dict) and o.get("type") not in (None, "null")]
+        if options and "type" not in schema:
+            schema = {**{k: v for k, v in schema.items() if k != key}, **options[0]}
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    if "enum" in schema:
+        return ArgKind("enum")
+    if kind in ("boolean", "array", "object"):
+        return ArgKind(str(kind))
+    hint = ""
+    words = ordered_tokens(arg)
+    described = str(schema.get("description", ""))
+    if timeish(arg, lex) and str(schema.get("format", "")) == "date-time":
+        hint = "datetime"
+    elif len(words) > 1 and words[-1] in lex.datetime_tails or _ISO_EXAMPLE.search(described):
+        hint = "datetime"  # `send_at`, or a description showing a date-time ("e.g. 2024-08-05T11:52:01Z")
+    elif dateish(arg, schema, lex):
+        hint = "date"
+    elif timeish(arg, lex):
+        hint = "time"
+    fmt = declared_format(schema, hint, lex)
+    if fmt is not None:
+        return ArgKind(fmt.kind, fmt)
+    if kind in ("integer", "number"):
+        return ArgKind(str(kind))
+    if identifier_like(arg, schema, lex):
+        return ArgKind("identifier")
+    fmt_name = str(schema.get("format", ""))
+    last = words[-1] if words else ""
+    before = words[-2] if len(words) > 1 and last in lex.kind_tails else ""
+    said = [w.lower() for w in re.findall(r"[A-Za-z]+", described)]
+    for value_kind, names in lex.kind_words.items():
+        if fmt_name in (value_kind, "uri" if value_kind == "url" else value_kind) or last in names or before in names:
+            return ArgKind(value_kind)
+        if any(a == value_kind and b in lex.kind_tails for a, b in zip(said, said[1:], strict=False)):
+            return ArgKind(value_kind)  # "Recipient email address."
+    return ArgKind("text")

@@ -1,0 +1,208 @@
+"""Identifier lookups: which other tool returns the value a required argument needs.
+
+Real APIs take identifiers only another operation returns: `createInvoice(customerId)` needs the id
+`searchCustomers` returns, `searchFlightOffers(originLocationCode)` the IATA code `searchLocations`
+returns. A request names the customer or the city, never the id, so the plan must call the lookup first
+and reference its output; a name is never passed where an identifier is required.
+
+A producer is a tool that looks things up — its name has no verb that changes something (`create`,
+`insert`, `delete`, `watch`... in the lexicon's `mutating_verbs`) unless it also has a lookup verb
+(`search`, `list`, `get`...) — and matches, best first:
+
+1. an output field named like the argument in any naming style (`customerId`, `customer_id`,
+   `customer-id`), at the top level or in the first item of a returned list (`customers.0.customerId`);
+2. an identifier field (`id`) where the argument's entity (`customer` of `customerId`; for a bare `id`,
+   the nouns of the consumer's own name: `UpdateContact` → contact) names the field's list or object or
+   the producer itself (`customers.0.id`, `SearchContacts` → `data.0.id`);
+3. an output field the argument's description names ("IATA code of the departure airport" ← `iataCode`);
+4. without output schemas, descriptions: the argument's description names the tool ("as returned by
+   searchCustomers") or the tool's description names the argument ("returns their IATA codes", "customer
+   IDs"); the reference is then the producer's whole output;
+5. without output schemas, for an identifier: a lookup tool named for the argument's entity
+   (`searchCustomers` for `customerId`) that needs no identifier itself.
+
+Among producers of one strength, the one whose name the argument's description names, then one a name
+can be passed to (a required string argument, else one named like a query), then the one most similar to
+the request (`similarity`, from the tool selection) comes first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from planner.argkinds import classify, ordered_tokens
+from planner.catalog import ToolCatalog, ToolDef
+from planner.lexicon import Lexicon, lexicon
+
+
+@dataclass(frozen=True)
+class Producer:
+    """A tool that returns an argument's value: `path` is the output field (None: the whole output)."""
+
+    tool: str
+    path: str | None
+    strength: int  # 1 (best) .. 5, the rule that matched (see the module docstring)
+
+
+def _norm(words: list[str], lex: Lexicon) -> tuple[str, ...]:
+    return tuple(lex.stem(w) for w in words)
+
+
+def _contains(haystack: list[str], needle: list[str], lex: Lexicon) -> bool:
+    """`needle`'s words appear in `haystack` in order, next to each other (stems compared)."""
+    if not needle:
+        return False
+    hay, need = _norm(haystack, lex), _norm(needle, lex)
+    return any(hay[i : i + len(need)] == need for i in range(len(hay) - len(need) + 1))
+
+
+def _text_words(text: str) -> list[str]:
+    return [w for word in re.findall(r"[A-Za-z][A-Za-z0-9]*", text) for w in ordered_tokens(word)]
+
+
+def nouns(name: str, lex: Lexicon) -> list[str]:
+    """The words of a tool name but its verbs: `ScheduleSingleSend` → ["single", "send"] (a verb is dropped
+    only at either end: "send" here is part of the thing)."""
+    words = ordered_tokens(name.rsplit(".", 1)[-1])
+    verbs = lex.action_verbs | lex.lookup_verbs | lex.mutating_verbs
+    while words and words[0] in verbs:
+        words = words[1:]
+    while words and words[-1] in verbs:
+        words = words[:-1]
+    return words
+
+
+def entity_words(arg: str, lex: Lexicon) -> list[str]:
+    """`customerId` → ["customer"]; `originLocationCode` → ["origin", "location"]; `id` → []."""
+    words = ordered_tokens(arg)
+    return words[:-1] if len(words) > 1 and (words[-1] in lex.identifier_words or words[-1] == "code") else words
+
+
+def name_verbs(name: str, lex: Lexicon) -> set[str]:
+    """The verbs of a tool name: its first and last words that are verbs (`SearchContacts` → search,
+    `calendar_calendarList_watch` → watch: "list" inside `calendarList` is a noun there)."""
+    words = ordered_tokens(name.rsplit(".", 1)[-1])
+    verbs = lex.action_verbs | lex.lookup_verbs | lex.mutating_verbs
+    return {w for w in (words[:1] + words[-1:]) if w in verbs}
+
+
+def is_lookup(tool: ToolDef, lex: Lexicon) -> bool:
+    """A tool that looks things up: a lookup verb at either end of its name (`SearchSingleSend`), or no
+    verb that changes anything anywhere in it (not `contacts_update-topics`, not `calendarList_watch`)."""
+    if name_verbs(tool.name, lex) & lex.lookup_verbs:
+        return True
+    return not (set(ordered_tokens(tool.name.rsplit(".", 1)[-1])) & lex.mutating_verbs)
+
+
+def queryable(tool: ToolDef, lex: Lexicon) -> int:
+    """How well a request's name can be passed to a lookup: 0 a required string argument, 1 an argument
+    named like a query (the lexicon's `query_words`), 2 neither (it lists everything)."""
+    strings = [a for a, s in tool.properties.items() if isinstance(s, dict) and s.get("type") in ("string", None)]
+    if any(a in tool.required for a in strings):
+        return 0
+    return 1 if any(set(ordered_tokens(a)) & set(lex.query_words) for a in strings) else 2
+
+
+def producers(
+    consumer: ToolDef,
+    arg: str,
+    catalog: ToolCatalog,
+    similarity: Mapping[str, float] | None = None,
+    *,
+    lookups_only: bool = True,
+) -> list[Producer]:
+    """Other tools of `catalog` that return `arg` of `consumer`, best first (empty: none). Without
+    `lookups_only`, tools that change something count too (a node already in the plan: `domains_create`
+    returns the id of the domain it created)."""
+    lex = lexicon("en")
+    schema = consumer.properties.get(arg)
+    schema = schema if isinstance(schema, dict) else {}
+    described = _text_words(str(schema.get("description", "")))
+    arg_words = ordered_tokens(arg)
+    identifier = classify(arg, schema).is_identifier
+    entity = entity_words(arg, lex) if len(arg_words) > 1 else []
+    own = nouns(consumer.name, lex) if identifier and not entity else []  # a bare `id`: the consumer's thing
+    found: list[tuple[Producer, tuple[int, int]]] = []
+    for tool in catalog:
+        if tool.name == consumer.name or arg in tool.required or (lookups_only and not is_lookup(tool, lex)):
+            continue
+        match = _by_output(tool, arg_words, entity, own, described, identifier, lex)
+        if match is None and not tool.output_fields:
+            match = _by_description(tool, arg_words, entity, described, identifier, lex)
+        if match is not None:
+            named = -len(set(_norm(nouns(tool.name, lex), lex)) & set(_norm(described, lex)))
+            found.append((match, (named, queryable(tool, lex))))
+    scores = similarity or {}
+    found.sort(key=lambda item: (item[0].strength, *item[1], -scores.get(item[0].tool, 0.0)))
+    return [producer for producer, _ in found]
+
+
+def _by_output(
+    tool: ToolDef,
+    arg_words: list[str],
+    entity: list[str],
+    own: list[str],
+    described: list[str],
+    identifier: bool,
+    lex: Lexicon,
+) -> Producer | None:
+    tool_words = ordered_tokens(tool.name)
+    shares_own = bool(set(_norm(own, lex)) & set(_norm(nouns(tool.name, lex), lex)))
+    best: Producer | None = None
+    for path, kind in tool.output_fields:
+        if kind in ("object", "array"):
+            continue
+        parts = path.split(".")
+        leaf = ordered_tokens(parts[-1])
+        parents = [w for part in parts[:-1] if not part.isdigit() for w in ordered_tokens(part)]
+        strength = 0
+        bare = len(leaf) == 1 and leaf[0] in lex.identifier_words
+        names_entity = bool(entity) and (_contains(parents, entity, lex) or _contains(tool_words, entity, lex))
+        if _norm(leaf, lex) == _norm(arg_words, lex) and (not bare or entity or shares_own):
+            strength = 1  # a bare `id` matches a bare `id` only for the consumer's own thing
+        elif identifier and bare and (names_entity or (shares_own and len(parts) <= 3)):
+            strength = 2
+        elif len(leaf) > 1 and _contains(described, leaf, lex):
+            strength = 3
+        shorter = best is not None and strength == best.strength and len(path) < len(best.path or "")
+        if strength and (best is None or strength < best.strength or shorter):
+            best = Producer(tool.name, path, strength)
+    return best
+
+
+def _by_description(
+    tool: ToolDef, arg_words: list[str], entity: list[str], described: list[str], identifier: bool, lex: Lexicon
+) -> Producer | None:
+    name_words = ordered_tokens(tool.name)
+    if _contains(described, name_words, lex) and len(name_words) > 1:
+        return Producer(tool.name, None, 4)
+    said = _text_words(tool.description)
+    if identifier and (_contains(said, arg_words, lex) or _contains(said, [*entity, "ids"], lex)):
+        return Producer(tool.name, None, 4)
+    if not identifier and len(arg_words) > 1 and _contains(said, arg_words, lex):
+        return Producer(tool.name, None, 4)
+    needs_id = any(classify(a, tool.properties.get(a)).is_identifier for a in tool.required)
+    lookup = bool(name_words) and name_words[0] in lex.lookup_verbs and not needs_id
+    if identifier and entity and lookup and _contains(name_words[1:], entity, lex):
+        return Producer(tool.name, None, 5)
+    return None
+
+
+def lookup_target(consumer: ToolDef, arg: str, catalog: ToolCatalog) -> bool:
+    """An argument only a lookup fills when the request names, not identifies, its value."""
+    schema = consumer.properties.get(arg)
+    return classify(arg, schema).is_identifier or bool(producers(consumer, arg, catalog))
+
+
+def description_keywords(schema: object) -> list[str]:
+    """Literal values an argument's description offers in quotes, in a sentence that says to use them
+    ('If you want ... the primary calendar, use the "primary" keyword.')."""
+    lex = lexicon("en")
+    text = str(schema.get("description", "")) if isinstance(schema, dict) else ""
+    found: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        if {w.lower() for w in re.findall(r"[A-Za-z]+", sentence)} & lex.keyword_cues:
+            found += re.findall(r"[\"“`]([A-Za-z][\w-]{1,30})[\"”`]", sentence)
+    return list(dict.fromkeys(found))

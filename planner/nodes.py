@@ -1,0 +1,295 @@
+"""One request prepared for decoding, and what each node's call is given.
+
+`PreparedRequest` holds everything derived from the request before decoding (values, selection,
+packs, demonstrations, skeleton, learned data flow, the values a skeleton's structure carries over).
+`NodeTurns` builds each node's turn for the staged decoder — its grammar context, step, shown values,
+references and draft — from the stages the configuration turns on (planner/config.py `stages`), and
+lists the required values no node can fill (`missing`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from contract.demonstrations import Demonstration
+from planner.argkinds import classify, ordered_tokens
+from planner.catalog import ToolCatalog, ToolDef
+from planner.config import PlannerConfig
+from planner.dataflow import LearnedRule, References, learned_references, reference_hints
+from planner.decoding import NodeTurn
+from planner.demos import skeleton_refs
+from planner.drafting import cued, draft_args
+from planner.evidence import ArgOptions, NodeEvidence, missing_inputs
+from planner.grammar import Upstream, ValueContext, wrap_reference
+from planner.lexicon import lexicon
+from planner.packs import DomainPack
+from planner.retries import RetryPlan
+from planner.selection import Selection
+from planner.values import RequestValues, rank
+
+_SHAPES = {
+    "email": re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    "url": re.compile(r"(?:https?://|www\.)\S+"),
+    "phone": re.compile(r"\+?[\d\s().-]{7,20}"),
+}
+
+
+@dataclass
+class PreparedRequest:
+    """Everything derived from one request before decoding."""
+
+    text: str
+    catalog: ToolCatalog
+    values: RequestValues
+    selection: Selection
+    packs: list[DomainPack]
+    demos: list[Demonstration]
+    skeleton: Demonstration | None
+    tenant: str
+    references: References  # how the retrieved demonstrations filled each (tool, argument)
+    carried: list[dict[str, Any]] = field(default_factory=list)  # per skeleton node: argument → refilled value
+
+
+@dataclass(frozen=True)
+class MissingInput:
+    """A required value the request does not give (or gives and a business rule refuses)."""
+
+    node: str
+    tool: str
+    argument: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"node": self.node, "tool": self.tool, "argument": self.argument, "reason": self.reason}
+
+
+class NodeTurns:
+    """The `NodeContext` of one decoding attempt (planner/decoding.py)."""
+
+    def __init__(self, req: PreparedRequest, config: PlannerConfig, plan_try: RetryPlan, rule: LearnedRule | None):
+        self.req = req
+        self.config = config
+        self.plan_try = plan_try
+        self.rule = rule
+        self.skeleton = req.skeleton if plan_try.use_skeleton else None
+        self.forced = skeleton_refs(self.skeleton) if self.skeleton is not None else None
+
+    def tools_given(self) -> tuple[list[str] | None, str]:
+        """The tool sequence the decoder is given (None: the model writes it) and where it came from."""
+        if self.skeleton is not None:
+            return self.skeleton.tools(), "skeleton"
+        if self.config.tool_choice == "proposal":
+            return list(self.req.selection.sequence), "proposal"
+        return None, "model"
+
+    async def __call__(self, index: int, name: str, tools: list[str], written: list[dict[str, Any]]) -> NodeTurn:
+        req, stages = self.req, self.config.stages
+        shortlist = req.selection.shortlist
+        tool = shortlist.get(name) if name in shortlist else req.catalog.get(name)
+        step = req.selection.step_for(index, name, tools)
+        span = (step.start, step.end) if step is not None else None
+        text = step.text if step is not None else req.text
+        upstream = [Upstream(n["id"], self._tool(n["tool"]), n["args"]) for n in written]
+        preferred = self._preferred(index, tool, tools)
+        learned: dict[str, tuple[str, ...]] = {}
+        if self.rule is not None:
+            learned = learned_references(tool, req.references, self.rule, upstream, lambda a: cued(req.values, a, span))
+        arguments = self.arguments(index, tool, tools, upstream, span) if stages.evidence else None
+        context = ValueContext(
+            grounding=self.plan_try.grounding,
+            values=req.values,
+            span=span,
+            upstream=upstream,
+            forced_refs=self.forced[index] if self.forced is not None and index < len(self.forced) else None,
+            preferred=preferred,
+            excluded=self.plan_try.excluded,
+            refs_only=learned,
+            arguments=arguments,
+        )
+        shown = shown_values(req.values, tool.arg_names(), preferred, span)
+        refs = reference_hints(text, tool.arg_names(), upstream)
+        draft = draft_args(tool, req.values, span, upstream, preferred, text) if stages.drafts else None
+        if draft is not None and arguments is not None:
+            draft = _with_options(draft, arguments)
+        if draft is not None and self.plan_try.grounding not in ("grounded", "strict"):  # as the grammar writes refs
+            draft = {k: wrap_reference(v) for k, v in draft.items()}
+        return NodeTurn(context, text, shown, refs, draft)
+
+    def arguments(
+        self,
+        index: int,
+        tool: ToolDef,
+        tools: Sequence[str],
+        upstream: Sequence[Upstream],
+        span: tuple[int, int] | None,
+    ) -> dict[str, ArgOptions]:
+        """Each argument's options (planner/evidence.py); a skeleton's node also writes every argument its
+        demonstration wrote."""
+        links = self._links(index, tools)
+        options = NodeEvidence(self.req.values, span, upstream, links, defaults=self.config.stages.defaults).node(tool)
+        for arg, values in self._preferred(index, tool, tools).items():  # a pack's dates (a check-out it
+            current = options.get(arg)  # computed from the nights) join a required date argument's own
+            if current is not None and current.required and current.kind.is_date and values:
+                fresh = tuple(v for v in values if v not in current.values and _same_type(v, current.values))
+                options[arg] = replace(current, values=(*fresh, *current.values), missing=None)
+        looked_up = {lk.seed for lk in self.req.selection.lookups if lk.consumer == index and lk.seed}
+        if looked_up and list(tools) == self.req.selection.sequence:  # what found the thing is not a new value
+            for arg, current in options.items():
+                if not current.required and current.values and set(current.values) <= looked_up:
+                    options[arg] = replace(current, values=(), supported=False)
+        for arg, seeds in self._seeds(index, tool, tools).items():  # a lookup is queried by the request's name
+            current = options[arg]
+            options[arg] = replace(current, values=(*seeds, *current.values), typed=True, supported=True)
+        carried = self._carried(index)
+        for arg, value in carried.items():
+            current = options.get(arg)
+            if current is not None and not current.supported:
+                kept = (value,) if not (isinstance(value, str) and value.startswith("$")) else ()
+                options[arg] = ArgOptions(arg, False, current.kind, kept, typed=True, closed=True)
+        taught = self._taught(index)
+        if taught is not None:  # the demonstration's structure: the optional arguments it wrote, no others
+            for arg, current in options.items():
+                if not current.required and arg not in taught:
+                    options[arg] = replace(current, supported=False)
+        return options
+
+    def _taught(self, index: int) -> set[str] | None:
+        """The arguments the skeleton's node `index` wrote (None: no skeleton, or no value transfer)."""
+        if self.skeleton is None or not self.config.stages.value_transfer:
+            return None
+        nodes = self.skeleton.plan.get("nodes", [])
+        return set(nodes[index].get("args", {})) if index < len(nodes) else None
+
+    def _seeds(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """For a lookup node of the proposal: its query argument → the names the request gives."""
+        selection = self.req.selection
+        if not self.config.stages.lookups or list(tools) != selection.sequence:
+            return {}
+        seeds = tuple(dict.fromkeys(lk.seed for lk in selection.lookups if lk.producer == index and lk.seed))
+        query = query_argument(tool, seeds[0]) if seeds else None
+        return {query: seeds} if query is not None else {}
+
+    def missing(self, tools: Sequence[str]) -> list[MissingInput]:
+        """The required values no node of `tools` (the given sequence) can be filled with."""
+        out: list[MissingInput] = []
+        upstream: list[Upstream] = []
+        for index, name in enumerate(tools):
+            tool = self._tool(name)
+            step = self.req.selection.step_for(index, name, list(tools))
+            span = (step.start, step.end) if step is not None else None
+            options = self.arguments(index, tool, tools, upstream, span)
+            forced = self.forced[index] if self.forced is not None and index < len(self.forced) else {}
+            preferred = self._preferred(index, tool, tools)
+            for arg, reason in missing_inputs(options).items():
+                if arg not in forced and not preferred.get(arg):
+                    out.append(MissingInput(f"n{index + 1}", name, arg, reason))
+            upstream.append(Upstream(f"n{index + 1}", tool))
+        selection = self.req.selection
+        if self.config.stages.lookups and list(tools) == selection.sequence:
+            for gap in selection.gaps:
+                why = f"the request does not say which one ({gap.producer} could look it up by a name)"
+                out.append(MissingInput(f"n{gap.consumer + 1}", tools[gap.consumer], gap.arg, why))
+        return out
+
+    # pieces -----------------------------------------------------------------------------------------
+    def _tool(self, name: str) -> ToolDef:
+        shortlist = self.req.selection.shortlist
+        return shortlist.get(name) if name in shortlist else self.req.catalog.get(name)
+
+    def _links(self, index: int, tools: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """A lookup's output is the only thing its consumer's argument takes (the proposal's own sequence)."""
+        selection = self.req.selection
+        if not self.config.stages.lookups or list(tools) != selection.sequence:
+            return {}
+        return {
+            lookup.arg: (f"$n{lookup.producer + 1}" + (f".{lookup.path}" if lookup.path else ""),)
+            for lookup in selection.lookups
+            if lookup.consumer == index
+        }
+
+    def _preferred(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, list[Any]]:
+        """Values to offer first: a skeleton's carried values, a lookup's seed, then the packs'."""
+        preferred: dict[str, list[Any]] = {}
+        for pack in self.req.packs:
+            preferred.update(pack.preferred_values(self.req.text, tool, self.config.effective_today()))
+        for arg, seeds in self._seeds(index, tool, tools).items():
+            preferred[arg] = list(seeds)
+        for arg, value in self._carried(index).items():
+            if not (isinstance(value, str) and value.startswith("$")):
+                preferred[arg] = [value, *[v for v in preferred.get(arg, []) if v != value]]
+        return preferred
+
+    def _carried(self, index: int) -> dict[str, Any]:
+        if self.skeleton is None or not self.config.stages.value_transfer or index >= len(self.req.carried):
+            return {}
+        return self.req.carried[index]
+
+
+def query_argument(tool: ToolDef, seed: str) -> str | None:
+    """The string argument a lookup is queried by: a required one, else one of the seed's own kind (an
+    e-mail argument for an e-mail), else a text argument named like a query (the lexicon's `query_words`);
+    None when there is none (never a date or a page token)."""
+    lex = lexicon("en")
+    strings = [a for a in tool.arg_names() if (tool.properties.get(a) or {}).get("type") in ("string", None)]
+    required = [a for a in strings if a in tool.required and classify(a, tool.properties.get(a)).kind == "text"]
+    if required:
+        return required[0]
+    shape = next((k for k in ("email", "url", "phone") if _SHAPES[k].fullmatch(seed)), None)
+    for arg in strings:
+        if shape is not None and classify(arg, tool.properties.get(arg)).kind == shape:
+            return arg
+    for word in lex.query_words:
+        for arg in strings:
+            if word in ordered_tokens(arg) and classify(arg, tool.properties.get(arg)).kind in (
+                "text",
+                shape or "text",
+            ):
+                return arg
+    return None  # nothing to query by: the lookup lists, and its first result is taken
+
+
+def _same_type(value: Any, values: Sequence[Any]) -> bool:
+    """A pack value of the kind the argument's own values are (any, when it has none yet)."""
+    if isinstance(value, str) and value.startswith("$"):
+        return False
+    return not values or any(type(v) is type(value) for v in values)
+
+
+def _with_options(draft: dict[str, Any], arguments: Mapping[str, ArgOptions]) -> dict[str, Any]:
+    """The draft as the grammar allows it: arguments left out are dropped, a typed value replaced by the
+    first of its options when the draft's is not one of them."""
+    out: dict[str, Any] = {}
+    for arg, value in draft.items():
+        options = arguments.get(arg)
+        if options is None or not options.supported:
+            continue
+        if options.typed and options.closed and value not in options.values and value not in options.refs:
+            if not (options.values or options.refs):
+                continue
+            value = (options.refs or options.values)[0]
+        out[arg] = value
+    for arg, options in arguments.items():  # evidence the draft did not take
+        if arg not in out and not options.required and options.supported and (options.values or options.refs):
+            out[arg] = (options.values or options.refs)[0]
+    return out
+
+
+def shown_values(
+    values: RequestValues, args: Sequence[str], preferred: Mapping[str, list[Any]], span: tuple[int, int] | None
+) -> list[Any]:
+    """The values listed in a node's prompt: the pack's first, then the best request values per argument."""
+    shown: list[Any] = []
+    for name in args:
+        for value in preferred.get(name, [])[:2]:
+            if value not in shown:
+                shown.append(value)
+    pool = [c for c in values.candidates if c.kind != "ngram"]
+    per_arg = [rank(pool, name, span=span, limit=3) for name in args]
+    for depth in range(3):
+        for ranked in per_arg:
+            if depth < len(ranked) and ranked[depth].value not in shown:
+                shown.append(ranked[depth].value)
+    return shown

@@ -1,0 +1,277 @@
+"""Data flow the proposal adds before a tool: the tools whose outputs its required arguments need.
+
+Two rules, both from the catalog's own schemas (no domain):
+
+1. **Majority**: a tool whose required arguments are mostly fields that only another tool outputs
+   ("reserve" needs the `car_id` and `car_type` that "search" returns) gets that tool before it.
+2. **Lookups** (planner/lookups.py): a required argument that is an identifier (`customerId`), a code
+   another tool's output field answers (an "IATA code" ← `iataCode`), a number another tool outputs
+   under the same name (`latitude`), or an argument ending in one of `prerequisite_identifiers`
+   (`stylist_name`) that another tool outputs by that name, gets its producer before it — unless the
+   request itself gives a value of the right shape (an id, a code, a number: "invoice INV-2041"). Each
+   such argument gets a `Lookup`: the consumer's argument then takes only the producer's output, and the
+   producer's query argument is offered first the name the request gives for it ("from Boston" for
+   `originLocationCode`). Two arguments served by the same field of the same tool (origin and
+   destination codes) get a lookup each; two fields of one tool (latitude and longitude) share one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from planner.argkinds import classify, ordered_tokens
+from planner.catalog import ToolCatalog, ToolDef
+from planner.config import SelectionConfig
+from planner.lexicon import lexicon
+from planner.lookups import Producer, description_keywords, entity_words, producers
+from planner.steps import Step, tool_verb
+from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
+
+_ID_KINDS = ("code", "quoted", "email", "url", "phone")
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Node `producer` (0-based) returns argument `arg` of node `consumer` at output `path` (None: the
+    whole output); `seed` is the request's name for the value, offered first to the producer's query."""
+
+    producer: int
+    consumer: int
+    arg: str
+    path: str | None
+    seed: str | None = None
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Argument `arg` of node `consumer` is an identifier the request does not give and only `producer`
+    could look up, with nothing in the request to look it up by: the user must say which one."""
+
+    consumer: int
+    arg: str
+    producer: str
+
+
+@dataclass(frozen=True)
+class _Need:
+    arg: str
+    producer: Producer
+    seed: str | None
+
+
+def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tuple[int, int] | None) -> bool:
+    """The request gives `arg` a value of the right shape itself: a number for a number; for an
+    identifier a code ("CUS-4711"), or an address when the argument is one (`emailOrId`), or a number or
+    quoted text it names as the id ("customer 4711"); for anything else a code written after the
+    argument's name or role word ("from BOS" for `originLocationCode`, 'the stylist "Anna"')."""
+    if values is None:
+        return False
+    kind = classify(arg, tool.properties.get(arg))
+    inside = [c for c in values.candidates if span is None or c.start < 0 or span[0] <= c.start < span[1]]
+    if kind.kind in ("number", "integer"):
+        return any(c.is_number for c in inside)
+    lex = lexicon("en")
+    tokens = name_tokens(arg) | set(entity_words(arg, lex))
+
+    def named(c: Candidate) -> bool:
+        return bool(tokens & set(c.cue.split()[-2:])) or role_match(c.cue, tokens, lex)
+
+    if kind.kind == "identifier":  # `emailOrId`, "The contact ID or email": an address is one too
+        described = {
+            w.lower() for w in re.findall(r"[A-Za-z]+", str((tool.properties.get(arg) or {}).get("description", "")))
+        }
+        addresses = {k for k, words in lex.kind_words.items() if (tokens | described) & words}
+        return any(  # quoted words are a name ("event 'Design review'"), never an id
+            c.kind == "code" or c.kind in addresses or (c.kind == "number" and named(c)) for c in inside
+        )
+    shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
+    return any(named(c) for c in shaped)
+
+
+def _short_code(c: Candidate) -> bool:
+    """An upper-case word of 2 to 4 letters ("BOS", "EUR"): written as a code, not a name."""
+    text = c.value if isinstance(c.value, str) else ""
+    return c.kind == "phrase" and text.isalpha() and text.isupper() and len(text) <= 4
+
+
+def needs_lookup(
+    tool: ToolDef,
+    arg: str,
+    catalog: ToolCatalog,
+    config: SelectionConfig,
+    *,
+    lookups: bool = True,
+    similarity: Mapping[str, float] | None = None,
+    lookups_only: bool = True,
+) -> Producer | None:
+    """The best producer of a required argument that only a lookup fills (None: the argument is not one).
+    Without `lookups` (the stage off) only the `prerequisite_identifiers` rule applies."""
+    found = producers(tool, arg, catalog, similarity, lookups_only=lookups_only)
+    if not found:
+        return None
+    best = found[0]
+    kind = classify(arg, tool.properties.get(arg)).kind
+    if lookups and (kind == "identifier" or (best.strength == 3 and _names_a_code(tool, arg))):
+        return best
+    if lookups and kind in ("number", "integer") and best.strength == 1:
+        return best
+    suffixes = config.prerequisite_identifiers
+    if suffixes and arg.endswith(suffixes) and best.strength == 1 and tool_verb(best.tool) != tool_verb(tool.name):
+        return best
+    return None
+
+
+def _names_a_code(tool: ToolDef, arg: str) -> bool:
+    """The argument's name or description says it takes a code or an id ("IATA code of the airport"),
+    not a name a user writes ("Origin city for journey")."""
+    lex = lexicon("en")
+    described = str((tool.properties.get(arg) or {}).get("description", ""))
+    words = {lex.stem(w) for w in (*ordered_tokens(arg), *re.findall(r"[A-Za-z]+", described.lower()))}
+    return bool(words & {lex.stem(w) for w in lex.identifier_words | lex.code_words})
+
+
+def _seed(
+    tool: ToolDef,
+    arg: str,
+    values: RequestValues | None,
+    span: tuple[int, int] | None,
+    used: set[str],
+    producer: ToolDef,
+    *,
+    cued_only: bool = False,
+) -> str | None:
+    """The name the request gives for `arg`: a phrase, quoted text or words after its role or name,
+    never words that only name the tools themselves ("Weather forecast for Lisbon" → "Lisbon")."""
+    if values is None:
+        return None
+    lex = lexicon("en")
+    about = " ".join((tool.name, tool.description, producer.name, producer.description))
+    tool_words = {lex.stem(w) for w in re.findall(r"[A-Za-z]+", about) for w in ordered_tokens(w)}
+
+    def names_tools(c: Candidate) -> bool:
+        words = re.findall(r"[A-Za-z]+", str(c.value))
+        return bool(words) and all(lex.stem(w) in tool_words or w.lower() in lex.stopwords for w in words)
+
+    options = {  # values the tool's enums take ("USD") are not names
+        str(o).lower()
+        for schema in tool.properties.values()
+        if isinstance(schema, dict)
+        for o in schema.get("enum", [])
+    }
+    kinds = ("phrase", "quoted", "ngram", "email", "phone", "url", "code")  # a name, or what identifies the thing
+    names = [c for c in values.strings() if c.kind in kinds and c.value not in used]
+    names = [c for c in names if not names_tools(c) and str(c.value).lower() not in options]
+    inside = [c for c in names if span is None or c.start < 0 or span[0] <= c.start < span[1]]
+    if cued_only:  # the argument has a keyword of its own ("primary"): only a value the request ties to it
+        tokens = name_tokens(arg) | set(entity_words(arg, lex))
+        inside = [c for c in inside if tokens & ({c.tail} | set(c.cue.split()[-2:]))]
+        names = []
+    shaped = [c for c in inside if c.kind in ("email", "phone", "url", "code", "quoted")]
+    description = str((tool.properties.get(arg) or {}).get("description", ""))
+    ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
+    return str(ranked[0].value) if ranked else None
+
+
+def with_prerequisites(
+    sequence: Sequence[str],
+    spans: Sequence[tuple[int, int] | None],
+    shortlist: ToolCatalog,
+    catalog: ToolCatalog,
+    config: SelectionConfig,
+    values: RequestValues | None,
+    *,
+    lookups: bool = True,
+    similarity: Mapping[str, float] | None = None,
+) -> tuple[list[str], list[Lookup], list[int], list[Gap]]:
+    """The sequence with its prerequisites, the lookups, for every node the index of the proposed node it
+    serves (itself for a proposed node), and the identifiers nothing can fill (`Gap`: no producer and no
+    value, or a lookup with nothing in the request to look up by)."""
+    if not config.prerequisites:
+        return list(sequence), [], list(range(len(sequence))), []
+    out: list[str] = []
+    serves: list[int] = []
+    made: list[Lookup] = []
+    gaps: list[Gap] = []
+    for index, name in enumerate(sequence):
+        tool = catalog.get(name)
+        span = spans[index] if index < len(spans) else None
+        for other in _majority(tool, sequence, out, shortlist):
+            out.append(other)
+            serves.append(index)
+        needs: list[_Need] = []
+        used: dict[tuple[str, str | None], set[str]] = {}  # one field of one tool asked twice: two names
+        earlier = catalog.subset([t for t in dict.fromkeys(out) if t in catalog]) if out else None
+        for arg in tool.required:
+            if literal_for(tool, arg, values, span) or _given_earlier(out, arg, catalog):
+                continue
+            if (
+                lookups
+                and earlier is not None
+                and (done := needs_lookup(tool, arg, earlier, config, lookups_only=False))
+            ):  # a node already planned returns it (`domains_create` → `$n1.id`)
+                at = max(i for i, t in enumerate(out) if t == done.tool)
+                made.append(Lookup(at, -1, arg, done.path, None))
+                continue
+            producer = needs_lookup(tool, arg, catalog, config, lookups=lookups, similarity=similarity)
+            if producer is None or producer.tool in sequence:
+                continue
+            keywords = description_keywords(tool.properties.get(arg))
+            taken = used.setdefault((producer.tool, producer.path), set())
+            seed = _seed(tool, arg, values, span, taken, catalog.get(producer.tool), cued_only=bool(keywords))
+            identifier = classify(arg, tool.properties.get(arg)).is_identifier
+            if seed is None and identifier:
+                if not keywords and lookups:  # nothing names the thing: which one is meant is the user's to say
+                    gaps.append(Gap(-1, arg, producer.tool))
+                continue
+            if seed is not None:
+                taken.add(seed)
+            needs.append(_Need(arg, producer, seed))  # (a `stylist_name` is looked up by what else is said)
+        placed: dict[tuple[str, str | None], int] = {}  # (producer tool, seed when one field serves two) → node
+        pending: list[tuple[_Need, int]] = []
+        for need in needs:
+            key = (need.producer.tool, need.seed if _same_field_twice(need, needs) else None)
+            if key not in placed:
+                placed[key] = len(out)
+                out.append(need.producer.tool)
+                serves.append(index)
+            pending.append((need, placed[key]))
+        consumer = len(out)
+        made = [replace(lk, consumer=consumer) if lk.consumer == -1 else lk for lk in made]
+        made += [Lookup(at, consumer, n.arg, n.producer.path, n.seed) for n, at in pending]
+        gaps = [replace(g, consumer=consumer) if g.consumer == -1 else g for g in gaps]
+        out.append(name)
+        serves.append(index)
+    return out, made, serves, gaps
+
+
+def _same_field_twice(need: _Need, needs: list[_Need]) -> bool:
+    """Another argument takes the same field of the same tool: each gets a lookup of its own."""
+    return any(
+        o is not need and o.producer.tool == need.producer.tool and o.producer.path == need.producer.path for o in needs
+    )
+
+
+def _given_earlier(out: list[str], arg: str, catalog: ToolCatalog) -> bool:
+    """A node already in the plan outputs a field named exactly like the argument."""
+    return any(arg in {p.rsplit(".", 1)[-1] for p, _ in catalog.get(t).output_fields} for t in out if t in catalog)
+
+
+def _majority(tool: ToolDef, sequence: Sequence[str], out: list[str], shortlist: ToolCatalog) -> list[str]:
+    """Tools whose top-level outputs are most of `tool`'s required arguments (at least two)."""
+    required = set(tool.required)
+    added: list[str] = []
+    for other in shortlist:
+        if other.name == tool.name or other.name in sequence or other.name in out or other.name in added:
+            continue
+        produced = {path for path, _ in other.output_fields if "." not in path}
+        overlap = required & produced
+        most = len(required) >= 2 and len(overlap) >= max(2, (len(required) + 1) // 2)
+        if most and tool_verb(other.name) != tool_verb(tool.name):
+            added.append(other.name)
+    return added
+
+
+def step_spans(steps: Sequence[Step | None]) -> list[tuple[int, int] | None]:
+    return [(s.start, s.end) if s is not None else None for s in steps]

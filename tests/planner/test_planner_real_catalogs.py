@@ -1,0 +1,310 @@
+"""Planning over catalogs of the shape real REST APIs have (tests/planner/real_catalogs.py): optional
+arguments only with evidence, identifier lookups chained, values in the declared format, `needs_input`
+instead of invented values. The scripted fake model stands in for the engine: these tests check what the
+planner offers it (grammars, prompts) and what it does with the answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import date
+from typing import Any
+
+import pytest
+
+from planner.catalog import ToolCatalog
+from planner.config import PlannerConfig
+from planner.dates import DateFormat, declared_format
+from planner.evidence import NodeEvidence
+from planner.grammar import Upstream
+from planner.lexicon import lexicon
+from planner.lookups import producers
+from planner.service import PlannerService
+from planner.similarity import CachedEmbedder
+from planner.values import extract
+from tests.fakes.llm import FakePlannerLLM
+from tests.planner import real_catalogs as rc
+
+TODAY = date(2026, 11, 30)
+EMBEDDER: list[CachedEmbedder] = []
+
+
+@pytest.fixture(autouse=True)
+def _embedder(minilm: CachedEmbedder) -> None:
+    EMBEDDER[:] = [minilm]
+
+
+def service(llm: FakePlannerLLM, **overrides: Any) -> PlannerService:
+    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, **overrides)
+    return PlannerService.from_config(config, llm=llm, catalog=ToolCatalog.from_openai(rc.CRM), embedder=EMBEDDER[0])
+
+
+def plan(svc: PlannerService, request: str, tools: list[dict[str, Any]], tenant: str = "acme") -> Any:
+    return asyncio.run(svc.plan(request, tenant=tenant, cache_salt="salt", tools=tools))
+
+
+def options_of(tools: list[dict[str, Any]], tool: str, request: str, upstream: list[Upstream] | None = None) -> Any:
+    values = extract(request, TODAY)
+    return NodeEvidence(values, None, upstream or []).node(ToolCatalog.from_openai(tools).get(tool))
+
+
+# optional arguments ---------------------------------------------------------------------------------
+def test_optional_arguments_are_written_only_with_evidence() -> None:
+    options = options_of(rc.CRM, "createInvoice", "Invoice ACME 1200 euros, issued March 3, 2027, due in 30 days")
+    supported = {name for name, o in options.items() if not o.required and o.supported}
+    assert supported == {"currency", "issueDate", "dueDays"}  # notes, sendEmail, taxRate...: nothing says so
+    assert options["currency"].values == ("EUR",)  # "euros" names one option clearly
+    assert options["issueDate"].values == ("2027-03-03",)  # "Format: YYYY-MM-DD", the year as written
+    assert options["dueDays"].values == (30,)  # "30 days"
+
+
+def test_a_value_goes_to_the_argument_it_is_tied_to_most() -> None:
+    options = options_of(rc.CRM, "listInvoices", "List the paid invoices issued after January 5, 2027")
+    assert options["issuedAfter"].values == ("2027-01-05",) and not options["issuedBefore"].supported
+    assert options["status"].values == ("paid",)
+
+
+def test_flags_are_set_by_their_own_words_and_negations() -> None:
+    flights = options_of(rc.TRAVEL, "searchFlightOffers", "Non-stop business class flights from BOS to NRT")
+    assert flights["nonStop"].values == (True,) and flights["travelClass"].values == ("BUSINESS",)
+    customers = options_of(rc.CRM, "searchCustomers", "Search customers named Smith without archived ones")
+    assert customers["includeArchived"].values == (False,)
+    assert not customers["sortBy"].supported and not customers["limit"].supported
+
+
+def test_the_grammar_leaves_out_unsupported_optionals_and_closes_typed_values() -> None:
+    llm = FakePlannerLLM('{"query": "ACME"}', '{"customerId": "$n1.customers.0.customerId", "amount": 1200}')
+    result = plan(service(llm), "Invoice ACME 1200 euros, issued March 3, 2027", rc.CRM)
+    invoice = llm.history[1]["schema"]["properties"]
+    assert set(invoice) == {"customerId", "amount", "currency", "issueDate"}
+    assert invoice["issueDate"] == {"enum": ["2027-03-03"]}  # with evidence, an optional argument is written
+    assert result.path == "model" and "notes" not in result.plan.node("n2").args
+
+
+# identifier lookups ---------------------------------------------------------------------------------
+def test_a_named_customer_is_looked_up_and_its_id_referenced() -> None:
+    llm = FakePlannerLLM('{"query": "ACME"}', '{"customerId": "$n1.customers.0.customerId", "amount": 1200}')
+    result = plan(service(llm), "Invoice ACME 1200 euros, issued March 3, 2027", rc.CRM)
+    assert result.selection["proposed"] == ["searchCustomers", "createInvoice"]
+    assert json.dumps(llm.history[0]["schema"]["properties"]["query"]).find('"ACME"') >= 0
+    assert llm.history[1]["schema"]["properties"]["customerId"] == {"enum": ["$n1.customers.0.customerId"]}
+    assert result.plan.node("n2").args["customerId"] == "$n1.customers.0.customerId"
+    assert ("n1", "n2") in result.plan.edges()
+
+
+def test_an_id_the_request_gives_needs_no_lookup() -> None:
+    llm = FakePlannerLLM('{"customerId": "CUS-4711", "amount": 80}')
+    result = plan(service(llm), "Invoice customer CUS-4711 for 80 euros", rc.CRM)
+    assert result.selection["proposed"] == ["createInvoice"]
+    assert "CUS-4711" in json.dumps(llm.history[0]["schema"]["properties"]["customerId"])
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["output schemas", "descriptions only"])
+def test_lookups_are_found_in_any_naming_style_or_by_description(plain: bool) -> None:
+    tools = rc.without_outputs(rc.CRM) if plain else rc.CRM
+    catalog = ToolCatalog.from_openai(tools)
+    found = producers(catalog.get("createInvoice"), "customerId", catalog)
+    assert found and found[0].tool == "searchCustomers"
+    assert found[0].path == (None if plain else "customers.0.customerId")
+    offers = producers(ToolCatalog.from_openai(rc.TRAVEL).get("searchFlightOffers"), "originLocationCode",
+                       ToolCatalog.from_openai(rc.TRAVEL))  # fmt: skip
+    assert offers[0].tool == "searchLocations" and offers[0].path == "data.0.iataCode"  # "IATA code" described
+
+
+def test_two_codes_from_one_lookup_get_a_lookup_each_and_two_fields_share_one() -> None:
+    llm = FakePlannerLLM()
+    svc = service(llm)
+    result = plan(svc, "Find flights from Boston to Denver on April 12, 2027 for 2 adults", rc.TRAVEL)
+    assert result.selection["proposed"] == ["searchLocations", "searchLocations", "searchFlightOffers"]
+    seeds = [lk["seed"] for lk in result.selection["lookups"]]
+    assert seeds == ["Boston", "Denver"]
+    weather = plan(svc, "Weather forecast for Lisbon from May 2 to May 4, 2027", rc.TRAVEL)
+    assert weather.selection["proposed"] == ["geocodePlace", "getForecast"]
+    assert [lk["seed"] for lk in weather.selection["lookups"]] == ["Lisbon", "Lisbon"]
+
+
+# declared formats -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("schema", "hint", "expected"),
+    [
+        ({"type": "string", "format": "date"}, "", "2027-03-03"),
+        ({"type": "string", "description": "Issue date. Format: DD/MM/YYYY"}, "date", "03/03/2027"),
+        ({"type": "string", "description": "As YYYYMMDD"}, "date", "20270303"),
+        ({"type": "string", "format": "date-time"}, "", "2027-03-03T10:30:00"),
+        ({"type": "integer", "description": "Unix timestamp of the start"}, "date", 1804069800),
+        ({"type": "string"}, "date", "2027-03-03"),
+    ],
+)
+def test_dates_are_written_in_the_declared_format(schema: dict[str, Any], hint: str, expected: Any) -> None:
+    fmt = declared_format(schema, hint, lexicon("en"))
+    assert isinstance(fmt, DateFormat) and fmt.render("2027-03-03", "10:30") == expected
+
+
+def test_a_date_written_in_digits_is_kept_where_no_format_is_declared() -> None:
+    tools = [rc.function("bookVisit", "Book a visit", {"visitDate": {"type": "string"}}, ["visitDate"])]
+    options = options_of(tools, "bookVisit", "Book a visit on 10/05/2023")
+    assert options["visitDate"].values == ("10/05/2023", "2023-10-05")
+
+
+# needs_input, refusals ------------------------------------------------------------------------------
+def test_a_missing_required_value_is_a_needs_input_answer_without_calling_the_model() -> None:
+    llm = FakePlannerLLM()
+    result = plan(service(llm), "Create an invoice for Umbrella Corp", rc.CRM)
+    assert result.path == "needs_input" and result.plan is None and llm.history == []
+    assert {(m["tool"], m["argument"]) for m in result.missing} == {("createInvoice", "amount")}
+    assert result.as_dict()["missing"] == result.missing
+
+
+def test_an_identifier_is_missing_when_no_tool_returns_it_and_the_request_names_none() -> None:
+    tools = [t for t in rc.CRM if t["function"]["name"] in ("createInvoice", "sendEmail")]
+    result = plan(service(FakePlannerLLM()), "Invoice ACME 1200 euros", tools)
+    assert result.path == "needs_input" and result.missing[0]["argument"] == "customerId"
+
+
+def test_a_past_date_the_user_wrote_is_reported_not_changed() -> None:
+    """On the demo catalog: the year is kept in the grammar, and the business rule's refusal of the
+    user's own value is the answer (no retry that would change it, no fallback, no 422)."""
+    from tests.planner.helpers import demo_catalog
+
+    llm = FakePlannerLLM('{"origin": "New York", "destination": "London", "date": "2024-08-15"}')
+    svc = PlannerService.from_config(PlannerConfig(today=TODAY), llm=llm, catalog=demo_catalog(), embedder=EMBEDDER[0])
+    result = asyncio.run(
+        svc.plan("Find flights from New York to London on August 15, 2024", tenant="t", cache_salt="s")
+    )
+    grammar = llm.history[0]["schema"]["properties"]
+    assert "2024-08-15" in json.dumps(grammar["date"]) and "2027-08-15" not in json.dumps(grammar["date"])
+    assert grammar["origin"]["anyOf"][0]["enum"][0] == "New York"  # "from X to Y" says which is which
+    assert grammar["destination"]["anyOf"][0]["enum"][0] == "London"
+    assert result.path == "needs_input" and len(llm.history) == 1
+    assert result.missing[0]["argument"] == "date" and "before today" in result.missing[0]["reason"]
+
+
+# configuration --------------------------------------------------------------------------------------
+def test_the_profile_merges_field_by_field_and_is_typed() -> None:
+    from pydantic import ValidationError
+
+    profile = {"grounding": "free", "stages": {"drafts": False, "step_hints": False}}
+    mine = PlannerConfig(stages={"drafts": True}, selection={"no_fit_below": 0.3})
+    merged = mine.over(profile)
+    assert merged.grounding == "free" and merged.stages.drafts is True and merged.stages.step_hints is False
+    assert merged.selection.no_fit_below == 0.3
+    with pytest.raises(ValidationError):
+        PlannerConfig().over({"stages": {"no_such_stage": True}})
+
+
+def test_stages_off_restore_the_unconstrained_arguments() -> None:
+    llm = FakePlannerLLM('{"customerId": "ACME", "amount": 1200}')
+    stages = {"evidence": False, "lookups": False, "needs_input": False}
+    result = plan(service(llm, stages=stages), "Invoice ACME 1200 euros", rc.CRM)
+    assert result.path == "model" and result.selection["proposed"] == ["createInvoice"]
+    assert len(llm.history[0]["schema"]["properties"]) == 9  # every argument of createInvoice, optionals nullable
+
+
+# runaway strings ------------------------------------------------------------------------------------
+def test_a_node_cut_off_inside_a_free_string_is_asked_again_with_that_string_bounded() -> None:
+    from planner.decoding import bound_runaway
+    from planner.llm import Completion
+
+    runaway = Completion('{"query": {"other": "ACME Corp ACME Corp ACME Corp', 100, 512, 9.0, 0.1, "length")
+    llm = FakePlannerLLM(runaway, '{"query": "ACME"}', '{"customerId": "$n1.customers.0.customerId", "amount": 80}')
+    result = plan(service(llm, max_retries=0), "Invoice ACME 80 euros", rc.CRM)
+    assert result.path == "model" and len(llm.history) == 3  # the node once more, not the whole plan
+    first, again = llm.history[0]["schema"]["properties"], llm.history[1]["schema"]["properties"]
+    assert "maxLength" not in json.dumps(first) and again["query"]["anyOf"][-1]["properties"]["other"]["maxLength"]
+    assert again["query"]["anyOf"][0] == first["query"]["anyOf"][0]  # the request's values stay as they were
+    assert bound_runaway({"properties": {"a": {"enum": ["x"]}}}, '{"a": "x') is None  # nothing free to bound
+
+
+# memory that transfers ------------------------------------------------------------------------------
+FLIGHTS_SOLVED = {
+    "nodes": [
+        {"id": "n1", "tool": "searchLocations", "args": {"keyword": "Boston"}},
+        {"id": "n2", "tool": "searchLocations", "args": {"keyword": "Denver"}},
+        {
+            "id": "n3",
+            "tool": "searchFlightOffers",
+            "args": {
+                "originLocationCode": "$n1.data.0.iataCode",
+                "destinationLocationCode": "$n2.data.0.iataCode",
+                "departureDate": "2027-04-12",
+                "adults": 2,
+                "currencyCode": "EUR",
+            },
+        },
+    ]
+}
+
+
+def test_a_solved_plan_is_refilled_from_a_request_of_the_same_shape() -> None:
+    from contract.demonstrations import Demonstration
+    from planner.transfer import carry_values, template
+
+    solved = Demonstration("Find flights from Boston to Denver on April 12, 2027 for 2 adults", FLIGHTS_SOLVED)
+    for request in ("Find flights from Paris to Rome on June 9, 2027 for 3 adults",
+                    "I need flights to Rome from Paris, 3 adults, June 9"):  # fmt: skip
+        carried = carry_values(solved, extract(request, TODAY), TODAY)
+        assert carried[0] == {"keyword": "Paris"} and carried[1] == {"keyword": "Rome"}
+        assert carried[2]["departureDate"] == "2027-06-09" and carried[2]["adults"] == 3
+        assert carried[2]["originLocationCode"] == "$n1.data.0.iataCode"
+        assert carried[2]["currencyCode"] == "EUR"  # a constant of the structure the user chose
+    assert template(extract(solved.request, TODAY)) == template(extract("Find flights from Oslo to Rome on "
+                                                                        "May 1, 2027 for 4 adults", TODAY))  # fmt: skip
+
+
+def test_the_tenants_corrected_plan_teaches_the_structure_and_its_arguments() -> None:
+    from contract.demonstrations import Demonstration
+    from planner.demos import EmbeddingDemonstrations
+
+    memory = EmbeddingDemonstrations(
+        [Demonstration("Find flights from Boston to Denver on April 12, 2027 for 2 adults", FLIGHTS_SOLVED, 0, "acme")],
+        EMBEDDER[0],
+    )
+    offer = {"originLocationCode": "$n1.data.0.iataCode", "destinationLocationCode": "$n2.data.0.iataCode",
+             "departureDate": "2027-06-09", "adults": 3, "currencyCode": "EUR"}  # fmt: skip
+    llm = FakePlannerLLM('{"keyword": "Paris"}', '{"keyword": "Rome"}', json.dumps(offer))
+    config = PlannerConfig(today=TODAY)
+    svc = PlannerService.from_config(config, llm=llm, catalog=ToolCatalog.from_openai(rc.TRAVEL), demos=memory,
+                                     embedder=EMBEDDER[0])  # fmt: skip
+    result = asyncio.run(svc.plan("Flights from Paris to Rome on June 9, 2027, 3 adults", tenant="acme", cache_salt="s",
+                                  tools=rc.TRAVEL))  # fmt: skip
+    assert result.path == "model" and result.attempts[0].tools_from == "skeleton"
+    assert len(llm.history) == 3  # the skeleton gives the tools: one call per node
+    keyword = llm.history[0]["schema"]["properties"]["keyword"]
+    assert keyword["anyOf"][0]["enum"][0] == "Paris"
+    offers = llm.history[2]["schema"]["properties"]
+    assert offers["originLocationCode"] == {"enum": ["$n1.data.0.iataCode"]}  # the skeleton's data flow
+    assert offers["currencyCode"] == {"enum": ["EUR"]}  # written as it was taught
+    assert offers["departureDate"]["enum"] == ["2027-06-09"] and offers["adults"]["anyOf"][0]["enum"][0] == 3
+    other = FakePlannerLLM()
+    svc.llm = svc.decoder.llm = other
+    asyncio.run(svc.plan("Flights from Paris to Rome on June 9, 2027, 3 adults", tenant="globex", cache_salt="t",
+                         tools=rc.TRAVEL))  # fmt: skip
+    assert "Boston" not in "".join(other.prompts)  # another tenant never sees acme's memory
+
+
+# Chinese on the demo domain -------------------------------------------------------------------------
+def test_a_chinese_request_plans_on_the_demo_domain() -> None:
+    """configs/lexicon/zh.yaml (dates, connectives, a glossary for the English embedding model) and the
+    travel pack's Chinese city names and goal words."""
+    from tests.planner.helpers import demo_catalog
+
+    flight = '{"origin": "Shanghai", "destination": "Hangzhou", "date": "2027-06-20"}'
+    llm = FakePlannerLLM(flight, '{"city": "Hangzhou", "date": "2027-06-20"}')
+    svc = PlannerService.from_config(PlannerConfig(today=TODAY), llm=llm, catalog=demo_catalog(), embedder=EMBEDDER[0])
+    result = asyncio.run(svc.plan("查询6月20日从上海到杭州的航班，并查一下杭州当天的天气", tenant="t", cache_salt="s"))
+    assert result.path == "model" and [n.tool for n in result.plan.nodes] == ["search_flights", "get_weather"]
+    first = llm.history[0]["schema"]["properties"]
+    assert (
+        first["origin"]["anyOf"][0]["enum"][0] == "Shanghai"
+        and first["destination"]["anyOf"][0]["enum"][0] == "Hangzhou"
+    )
+    assert first["date"]["enum"] == ["2027-06-20"]
+    weather = llm.history[1]["schema"]["properties"]
+    assert weather["date"]["enum"] == ["2027-06-20"]  # "当天" (that day): the date of the step before
+
+
+def test_a_list_the_request_writes_can_be_an_optional_arguments_evidence() -> None:
+    tools = [rc.function("tagTask", "Tag a task", {"title": {"type": "string"},
+                         "labels": {"type": "array", "items": {"type": "string"}}}, ["title"])]  # fmt: skip
+    options = options_of(tools, "tagTask", "Tag the task 'Ship it' with labels ['urgent', 'ops'] and labels ['x']")
+    assert options["labels"].supported and ["urgent", "ops"] in options["labels"].values
