@@ -2,8 +2,10 @@
 
 Staged: one call for the tool sequence (skipped when a skeleton or the proposal supplies it), then one
 call per node for its arguments, each under its own small grammar. A node cut off at its token budget
-inside a free string (a 135M model can repeat itself there) is asked once more with that argument's free
-strings bounded (`bound_runaway`): the second answer must end, so it cannot run away again. Every call
+inside a free string (a 135M model can repeat itself there) is asked again with that argument's free
+strings bounded (`bound_runaway`), once per argument it runs away in: each re-ask bounds one more, so the
+re-asks end. The engine client stops a stream that loops inside a string (planner/runaway.py) rather than
+letting it run to the node's token budget. Every call
 extends the same conversation, so each prompt is the previous one plus two turns and the engine's prefix
 cache (salted per tenant) serves the shared part. What a node may be filled with (request values, references, the
 step it came from) is decided by the caller's `NodeContext` function: this module only talks to the
@@ -89,32 +91,32 @@ class Decoded:
         return sum(c.latency_s - (c.ttft_s or 0.0) for c in timed) / tokens
 
 
-RUNAWAY_MAX_CHARS = 48  # a free string re-asked after a cut-off: bounded, in that one grammar only
+RUNAWAY_MAX_CHARS = 48  # a free string re-asked after a cut-off: bounded, in that node's re-asks only
 
 
-def bound_runaway(schema: Mapping[str, Any], text: str) -> JsonSchema | None:
+def bound_runaway(schema: Mapping[str, Any], text: str, max_chars: int = RUNAWAY_MAX_CHARS) -> JsonSchema | None:
     """`schema` with the free strings of the argument a cut-off answer was writing (its last key) bounded to
-    RUNAWAY_MAX_CHARS; None when no such argument or free string is found. A bounded string costs outlines
-    a large index (README "Grammar memory"), so only this one re-ask of one node carries it."""
+    `max_chars`; None when no such argument or free string is found. A bounded string costs outlines a
+    large index (README "Grammar memory"), so only the re-asks of a node that ran away carry it."""
     keys = [k for k in re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', text) if k in schema.get("properties", {})]
     if not keys:
         return None
     props = dict(schema["properties"])
-    bounded = _bounded(props[keys[-1]])
+    bounded = _bounded(props[keys[-1]], max_chars)
     if bounded == props[keys[-1]]:
         return None
     props[keys[-1]] = bounded
     return {**schema, "properties": props}
 
 
-def _bounded(schema: Any) -> Any:
+def _bounded(schema: Any, max_chars: int) -> Any:
     if isinstance(schema, list):
-        return [_bounded(item) for item in schema]
+        return [_bounded(item, max_chars) for item in schema]
     if not isinstance(schema, dict):
         return schema
     if schema.get("type") == "string" and set(schema) <= {"type", "format"} and "format" not in schema:
-        return {"type": "string", "maxLength": RUNAWAY_MAX_CHARS}
-    return {k: _bounded(v) if isinstance(v, (dict, list)) else v for k, v in schema.items()}
+        return {"type": "string", "maxLength": max_chars}
+    return {k: _bounded(v, max_chars) if isinstance(v, (dict, list)) else v for k, v in schema.items()}
 
 
 def parse_json_object(text: str, *, lenient: bool = False) -> dict[str, Any]:
@@ -195,8 +197,11 @@ class PlanDecoder:
                 ]
                 schema = self.schemas.args_schema(catalog.get(name), turn.context)
                 text = await self._call(out, conversation, schema, cache_salt)
-                if out.calls[-1].finish_reason == "length" and (bounded := bound_runaway(schema, text)) is not None:
-                    text = await self._call(out, conversation, bounded, cache_salt)  # the same node, its string bounded
+                for _ in schema.get("properties", {}):  # each re-ask bounds one more argument: this loop ends
+                    if out.calls[-1].finish_reason != "length" or (bounded := bound_runaway(schema, text)) is None:
+                        break
+                    schema = bounded
+                    text = await self._call(out, conversation, schema, cache_salt)  # the same node, bounded
                 args = {k: v for k, v in unwrap_other(parse_json_object(text)).items() if v is not None}
                 nodes.append({"id": node_id, "tool": name, "args": args})
             out.candidate = {"nodes": nodes}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from contract.errors import PlanstackBaseError
+from planner.runaway import RepeatWatch
 
 Message = dict[str, str]
 
@@ -130,6 +131,13 @@ class StreamedCompletion:
         self._ttft: float | None = None
         self._usage: dict[str, Any] = {}
         self._finish: str | None = None
+        self._watch = RepeatWatch()
+
+    @property
+    def looping(self) -> bool:
+        """The answer is inside a string that repeats itself (planner/runaway.py): the caller stops the
+        stream, and the completion reads as cut off at its length."""
+        return self._watch.looping
 
     def add(self, chunk: dict[str, Any]) -> None:
         if "error" in chunk:  # an error event in the middle of the stream
@@ -141,16 +149,18 @@ class StreamedCompletion:
                 if self._ttft is None:
                     self._ttft = time.perf_counter() - self._started
                 self._parts.append(delta)
+                self._watch.feed(delta)
             self._finish = choice.get("finish_reason") or self._finish
 
     def completion(self) -> Completion:
+        stopped = self.looping and not self._usage  # stopped by the caller: no usage chunk came
         return Completion(
             text="".join(self._parts),
             prompt_tokens=int(self._usage.get("prompt_tokens", 0)),
-            completion_tokens=int(self._usage.get("completion_tokens", 0)),
+            completion_tokens=len(self._parts) if stopped else int(self._usage.get("completion_tokens", 0)),
             latency_s=time.perf_counter() - self._started,
             ttft_s=self._ttft,
-            finish_reason=self._finish,
+            finish_reason="length" if self.looping else self._finish,
         )
 
 

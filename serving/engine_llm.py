@@ -115,6 +115,8 @@ class EnginePlannerLLM:
             async with contextlib.aclosing(chunks):  # frees the slot at [DONE], not when collected
                 async for event in sse_chunks(text_lines(chunks)):
                     streamed.add(event)
+                    if streamed.looping:  # closing the stream aborts the request in the engine
+                        break
             return streamed.completion()
         except PlanstackError as exc:
             raise as_llm_error(exc) from exc

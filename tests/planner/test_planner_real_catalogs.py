@@ -24,6 +24,7 @@ from planner.similarity import CachedEmbedder
 from planner.values import extract
 from tests.fakes.llm import FakePlannerLLM
 from tests.planner import real_catalogs as rc
+from tests.planner.test_planner_grammar import EVERY_TYPE
 
 TODAY = date(2026, 11, 30)
 EMBEDDER: list[CachedEmbedder] = []
@@ -213,6 +214,39 @@ def test_a_node_cut_off_inside_a_free_string_is_asked_again_with_that_string_bou
     assert "maxLength" not in json.dumps(first) and again["query"]["anyOf"][-1]["properties"]["other"]["maxLength"]
     assert again["query"]["anyOf"][0] == first["query"]["anyOf"][0]  # the request's values stay as they were
     assert bound_runaway({"properties": {"a": {"enum": ["x"]}}}, '{"a": "x') is None  # nothing free to bound
+
+
+def test_a_node_that_runs_away_in_one_argument_after_another_is_bounded_until_it_ends() -> None:
+    """The re-asks accumulate: each bounds the argument the last answer was cut off in, so a model that
+    rambles in one free string after another still ends (a 135M model on another CPU ran away in a string
+    the first re-ask had left free)."""
+    from planner.llm import Completion
+
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "plan_event", "description": "Plan an event", "parameters": EVERY_TYPE},
+        }
+    ]
+    cut = [
+        Completion(text, 100, 512, 9.0, 0.1, "length")
+        for text in (
+            '{"title": "Launch Launch',
+            '{"title": "Launch", "count": 40, "ratio": 0.5, "flag": true, "mode": "fast", "tags": ["beta"], "window": {"start": "March 3 March',
+        )
+    ]
+    done = '{"title": "Launch", "count": 40, "ratio": 0.5, "flag": true, "mode": "fast", "tags": ["beta"], "window": {"start": "2021-03-03", "end": "2021-03-04"}, "note": null}'
+    llm = FakePlannerLLM(*cut, done)
+    result = plan(
+        service(llm, max_retries=0),
+        "Plan an event titled 'Launch' for 40 people at ratio 0.5, tagged 'beta', from March 3, 2021.",
+        tools,
+    )
+    assert result.path == "model" and result.plan is not None and len(llm.history) == 3
+    second, third = (json.dumps(call["schema"]["properties"]) for call in llm.history[1:])
+    assert '"maxLength"' in json.dumps(llm.history[1]["schema"]["properties"]["title"])
+    assert "maxLength" not in json.dumps(llm.history[1]["schema"]["properties"]["window"])
+    assert second.count("maxLength") < third.count("maxLength")  # the window's strings bounded too, the title kept
 
 
 # memory that transfers ------------------------------------------------------------------------------

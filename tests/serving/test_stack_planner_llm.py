@@ -88,6 +88,41 @@ def test_streamed_completion_body_and_usage(script: tuple[Script, str]) -> None:
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
 
 
+def test_a_stream_looping_inside_a_string_is_stopped_and_reads_as_cut_off(script: tuple[Script, str]) -> None:
+    """planner/runaway.py: the answer repeats one unit inside a string; the client stops reading there
+    (the chunks after it, a stop and the usage, are never taken) and reports the answer as cut off."""
+    scripted, url = script
+    pieces = ['{"start": "2021-03-03T00:00:00.', *["0"] * 60, '"}']
+    scripted.body = sse(
+        *({"choices": [{"delta": {"content": piece}}]} for piece in pieces),
+        {"choices": [{"delta": {}, "finish_reason": "stop"}]},
+        {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 63}},
+    )
+    result = complete(url)
+    assert result.finish_reason == "length" and result.text.endswith("0" * 48) and not result.text.endswith('"}')
+    assert result.completion_tokens == len(result.text) - len(pieces[0]) + 1  # the pieces read, one token each
+
+
+@pytest.mark.parametrize(
+    ("text", "looping"),
+    [
+        ('{"title": "' + "Launch " * 8, True),
+        ('{"a": "' + "x" * 47, False),  # shorter than the window
+        ('{"a": "' + "x" * 40 + '", "b": "' + "x" * 40, False),  # each string ends within the window
+        ('{"a": "the quick brown fox jumps over the lazy dog, then runs far away', False),
+        ('{"a": "' + '\\"' * 30, True),  # escapes are read as characters of the string
+        ('{"a": [' + '"beta", ' * 20, False),  # repeated items are bounded by maxItems, not watched
+    ],
+)
+def test_repeat_watch(text: str, looping: bool) -> None:
+    from planner.runaway import RepeatWatch
+
+    watch = RepeatWatch()
+    for char in text:
+        watch.feed(char)
+    assert watch.looping is looping and RepeatWatch().feed(text) is looping
+
+
 def test_non_streamed_completion(script: tuple[Script, str]) -> None:
     scripted, url = script
     scripted.media_type = "application/json"
@@ -113,7 +148,9 @@ def test_an_error_event_in_the_stream_is_a_rejection(script: tuple[Script, str])
     ("status", "error", "retryable"),
     [(500, LLMRejected, False), (400, LLMRejected, False), (503, LLMUnavailable, True), (429, LLMUnavailable, True)],
 )
-def test_engine_statuses_are_typed(script: tuple[Script, str], status: int, error: type[LLMError], retryable: bool) -> None:
+def test_engine_statuses_are_typed(
+    script: tuple[Script, str], status: int, error: type[LLMError], retryable: bool
+) -> None:
     scripted, url = script
     scripted.status = status
     with pytest.raises(error) as info:
