@@ -98,6 +98,27 @@ def test_only_an_approver_key_decides_and_the_decision_names_the_key(stack: Stee
     assert KEY_A_APPROVER not in json.dumps(final) and key_id != KEY_A_APPROVER
 
 
+def test_running_an_escalation_again_approves_its_plan_so_needs_an_approver_key(stack_factory: Any) -> None:
+    """For a tenant whose every plan needs approval, resuming or re-planning an escalation consents to the
+    plan of the new round: the application's own key gets 403 there, as on /approve."""
+    stack = stack_factory(approvals={**FAST["approvals"], "plan_tenants": ["tenantA"]})
+    stack.calls.fail_next("approved-payments", 1)
+    run_id = start(stack, {"nodes": [{"id": "n1", "tool": "explode", "args": {"label": "approved-payments"}}]})
+    stack.wait_status(run_id, "awaiting_approval")  # the plan waits for a person
+    with stack.client() as app, stack.client(KEY_A_APPROVER) as ops:
+        assert ops.post(f"/v1/runs/{run_id}/approve", json={"name": "Olga"}).status_code == 200
+        assert stack.wait_status(run_id, "failed")["escalation"]["state"] == "open"
+        edited = {"nodes": [{"id": "n1", "tool": "nap", "args": {"label": "edited", "seconds": 0.05}}]}
+        for action, body in (("resume", {"name": "app"}), ("replan", {"name": "app", "plan": edited})):
+            response = app.post(f"/v1/escalations/{run_id}/{action}", json=body)
+            check_error_shape(response)
+            assert response.status_code == 403 and response.json()["error"]["code"] == "approver_key_required"
+        assert [item["run_id"] for item in app.get("/v1/escalations").json()["data"]] == [run_id]  # still open
+        assert ops.post(f"/v1/escalations/{run_id}/resume", json={"name": "Olga"}).status_code == 200
+    final = stack.wait_status(run_id, "succeeded", "failed")
+    assert final["status"] == "succeeded" and final["escalation"]["handled_by"]["key_id"].startswith("key_")
+
+
 def test_nothing_reopens_a_run_past_the_tenant_s_active_runs_cap(stack_factory: Any) -> None:
     """Approvals and escalations used to move runs back to executing past the cap checked at creation."""
     stack = stack_factory(runs={**FAST["runs"], "max_active_runs_per_tenant": 1})
