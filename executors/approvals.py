@@ -12,10 +12,11 @@ The run then pauses in `awaiting_approval`, durably: the request (kind, round, t
 their resolved arguments, when it expires) is in the run's record, the run holds no lease, and
 nothing but a decision (`RunStore.reopen`) moves it on, so neither a gateway restart nor the
 takeover sweep runs it. A decision (`approved`, `rejected` with a reason, or `expired` after
-`approvals.timeout_s`) is recorded with who made it (the API key's tenant and a caller-supplied
-name) and when; the run's next driver acts on it: an approved call executes (once), a rejected one
-never does, and the run either stops (`approval_rejected` / `approval_expired`) or, when the
-decision asks for it, re-plans with the reason in the failure summary.
+`approvals.timeout_s`) is recorded with who made it (the API key's tenant and id, and a
+caller-supplied name) and when; the run's next driver acts on it: an approved call executes
+(once), a rejected one never does, and the run either stops (`approval_rejected` /
+`approval_expired`) or, when the decision asks for it, re-plans with the reason in the failure
+summary.
 
 This module is the state and its transitions only (no store, no clock of its own); the people's
 actions on it — decide, expire — are `executors.operator_actions`, the driver's side is
@@ -110,10 +111,13 @@ def late_decision(request: ApprovalRequest, verdict: Verdict, now: float) -> boo
 
 
 class Decider(BaseModel):
+    """Who decided: the API key's tenant and id (`key_…`, never the key itself) and the name they gave."""
+
     model_config = ConfigDict(extra="forbid")
 
     tenant: str
     name: str
+    key_id: str | None = Field(default=None, description="The deciding API key's id (not the key); None: unknown.")
 
 
 class ApprovalDecision(BaseModel):

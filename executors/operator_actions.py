@@ -44,10 +44,18 @@ class OperatorRecords(Protocol):
 
 class RunReopener(Protocol):
     async def reopen(
-        self, tenant: str, run_id: str, expect: ReopenFrom, announce: Announcement, update: RunUpdate
+        self,
+        tenant: str,
+        run_id: str,
+        expect: ReopenFrom,
+        announce: Announcement,
+        update: RunUpdate,
+        *,
+        executes: bool = True,
     ) -> bool:
         """Move the run out of `expect` with `update` and drive it, announcing why; False when someone
-        else was first."""
+        else was first. A run that `executes` again (rather than only recording why it stops) must fit
+        the tenant's active-runs cap (`TooManyActiveRuns`, nothing changed)."""
         ...
 
 
@@ -85,7 +93,9 @@ class OperatorActions:
     ) -> ApprovalDecision:
         """Record a decision on the run's pending request and hand the run to a driver in this process,
         which acts on it. Exactly one decision wins (`NotAwaitingApproval` for the others); an approval
-        that arrives after the request expired is recorded as the expiry (`ApprovalExpired`)."""
+        that arrives after the request expired is recorded as the expiry (`ApprovalExpired`). A decision
+        that makes the run execute again (an approval, a rejection with a re-plan) is refused while the
+        tenant has its cap of runs executing (`TooManyActiveRuns`: nothing recorded, the run still waits)."""
         record = await self._run(tenant, run_id)
         state = ApprovalState.of(record)
         pending = state.pending
@@ -95,7 +105,9 @@ class OperatorActions:
         decision = pending.decision(verdict, by=by, reason=reason, replan=replan, now=now)
         announce: Announcement = ("approval_decided", decision.model_dump(mode="json"))
         update = RunUpdate(approval=state.decided(decision))
-        if not await self._reopener.reopen(tenant, run_id, "awaiting_approval", announce, update):
+        # approved, or rejected with a re-plan: the run executes again; a refusal only stops it
+        executes = decision.verdict == "approved" or decision.replan
+        if not await self._reopener.reopen(tenant, run_id, "awaiting_approval", announce, update, executes=executes):
             raise NotAwaitingApproval(f"run {run_id!r} is no longer awaiting approval: someone decided first")
         self._steering.observer.approval_decided(tenant, decision.verdict, decision.waited_s)
         if late_decision(pending, verdict, now):
@@ -123,7 +135,8 @@ class OperatorActions:
         self, tenant: str, run_id: str, action: Literal["resume", "replan"], by: Decider, plan: Plan | None
     ) -> int:
         """Run an escalated run again as a new round (its plan, or `plan`); returns that round. Exactly
-        one operator wins (`NotEscalated` for the others)."""
+        one operator wins (`NotEscalated` for the others); refused while the tenant has its cap of runs
+        executing (`TooManyActiveRuns`: the escalation stays open)."""
         record = await self._run(tenant, run_id)
         escalation = Escalation.of(record)
         if record.status != "failed" or escalation is None or not escalation.is_open:

@@ -1,4 +1,5 @@
-"""Size caps on what a run may store: the plan (nodes, bytes) and each node's output (bytes).
+"""Size caps on what a run may store: the plan (nodes, bytes) and each node's output (bytes); the
+tenant caps the store checks (`tenant_quota`).
 
 A plan over the caps is refused before anything is written (`PlanTooLarge`). A node whose output is
 over `runs.max_node_output_bytes` is not stored: its result becomes `failed` with `output_too_large`
@@ -28,11 +29,14 @@ class OutputTooLarge(ExecutorError):
     kind = "output_too_large"
 
 
-def tenant_quota(config: RunsConfig) -> TenantQuota:
+def tenant_quota(config: RunsConfig, *, outside_bytes: int = 0) -> TenantQuota:
+    """The tenant caps of `config`; `outside_bytes`: what the tenant keeps outside the run store (the
+    gateway's demonstrations and cached catalogs), counted with its stored bytes."""
     return TenantQuota(
         max_active_runs=config.max_active_runs_per_tenant,
         max_stored_runs=config.max_stored_runs_per_tenant,
         max_stored_bytes=config.max_stored_bytes_per_tenant,
+        outside_bytes=outside_bytes,
     )
 
 

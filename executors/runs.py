@@ -10,7 +10,9 @@ on the store.
 A run is driven only by the process holding its lease (`executors.leases`): `start` creates the run
 leased to this process, `resume` and `take_over` acquire an expired lease (`RunBusy` while another
 driver lives), every write is fenced on the lease, and a driver whose lease was taken stops.
-Per-tenant quotas and size caps (`executors.quotas`) are checked before anything is written.
+Per-tenant quotas and size caps (`executors.quotas`) are checked before anything is written, and the
+active-runs cap again whenever a run goes back to executing (a resume, an approval, an escalation
+resumed or re-planned).
 
 People stay in the loop (`executors.steering`): a run pauses in `awaiting_approval` where a tool or
 the tenant's policy asks for a person's consent (`executors.approvals`) and holds no lease while it
@@ -30,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -53,12 +55,15 @@ from executors.stores import (
     RunStatus,
     RunStore,
     RunUpdate,
+    TenantQuota,
     WebhookDelivery,
 )
 
 __all__ = ["Announcement", "Replanner", "RunHook", "RunService", "RunView"]
 
 logger = logging.getLogger("planstack.executors.runs")
+OutsideBytes = Callable[[str], Awaitable[int]]
+"""What a tenant keeps outside the run store, in bytes (counted with its stored bytes)."""
 _INTERNAL_FIELDS = {"status", "plan", "lease_owner", "lease_expires_at", "driven", "budget_round"}
 
 
@@ -104,8 +109,12 @@ class RunService:
         replica_id: str | None = None,
         steering: Steering | None = None,
         on_succeeded: RunHook | None = None,
+        outside_bytes: OutsideBytes | None = None,
     ) -> None:
+        """`outside_bytes(tenant)`: what the tenant keeps outside the run store (the gateway's
+        demonstrations and cached catalogs), counted with its stored bytes when a run is created."""
         self.store = store
+        self._outside_bytes = outside_bytes
         self.steering = steering or Steering()
         self.on_succeeded = on_succeeded
         self.scheduler = scheduler
@@ -139,7 +148,7 @@ class RunService:
             ),
             owner=self.replica_id,
             ttl_s=self.runs_config.lease_ttl_s,
-            quota=tenant_quota(self.runs_config),
+            quota=await self.quota(tenant),
         )
         self.launch(lease, resumed=False)
         return run_id
@@ -153,7 +162,7 @@ class RunService:
             RunRecord(run_id=run_id, tenant=tenant, request=request, plan=Plan(), planner=planner),
             owner=self.replica_id,
             ttl_s=self.runs_config.lease_ttl_s,
-            quota=tenant_quota(self.runs_config),
+            quota=await self.quota(tenant),
         )
         error = structured_error(reason[:500], "no_plan")
         await self.store.append_event(lease, "run_started", round_=0, data={"nodes": 0})
@@ -168,9 +177,14 @@ class RunService:
 
     async def resume(self, tenant: str, run_id: str) -> str:
         """Continue an interrupted run (finished nodes are not run again). A finished run is left as it
-        is; a run with a live driver (here or in another process) raises `RunBusy`."""
+        is; a run with a live driver (here or in another process) raises `RunBusy`; one more run
+        executing past the tenant's cap, `TooManyActiveRuns`."""
         lease = await self.store.acquire_lease(
-            tenant, run_id, owner=self.replica_id, ttl_s=self.runs_config.lease_ttl_s
+            tenant,
+            run_id,
+            owner=self.replica_id,
+            ttl_s=self.runs_config.lease_ttl_s,
+            quota=tenant_quota(self.runs_config),
         )
         if lease is not None:
             self.launch(lease, resumed=True)
@@ -218,16 +232,35 @@ class RunService:
             deliveries=await self.store.deliveries(tenant, run_id) if record.webhook_url else [],
         )
 
+    async def quota(self, tenant: str) -> TenantQuota:
+        """The tenant's caps, with what it keeps outside the store counted in."""
+        outside = 0 if self._outside_bytes is None else await self._outside_bytes(tenant)
+        return tenant_quota(self.runs_config, outside_bytes=outside)
+
     async def list_runs(self, tenant: str, *, limit: int = 50) -> list[RunRecord]:
         return await self.store.list_runs(tenant, limit=limit)
 
     async def reopen(
-        self, tenant: str, run_id: str, expect: ReopenFrom, announce: Announcement, update: RunUpdate
+        self,
+        tenant: str,
+        run_id: str,
+        expect: ReopenFrom,
+        announce: Announcement,
+        update: RunUpdate,
+        *,
+        executes: bool = True,
     ) -> bool:
         """Move a paused or escalated run back to `running` under this process's lease (`RunStore.reopen`
-        with `update`) and drive it, its first event saying why; False when someone else was first."""
+        with `update`) and drive it, its first event saying why; False when someone else was first. A
+        run that `executes` again must fit the tenant's active-runs cap (`TooManyActiveRuns`)."""
         lease = await self.store.reopen(
-            tenant, run_id, owner=self.replica_id, ttl_s=self.runs_config.lease_ttl_s, expect=expect, update=update
+            tenant,
+            run_id,
+            owner=self.replica_id,
+            ttl_s=self.runs_config.lease_ttl_s,
+            expect=expect,
+            update=update,
+            quota=tenant_quota(self.runs_config) if executes else None,
         )
         if lease is None:
             return False

@@ -382,16 +382,25 @@ def output_type(schema: Mapping[str, Any]) -> str:
 class CatalogCache:
     """Verdicts on client catalogs — the ToolCatalog, or the CatalogError — by content digest, scoped
     (the tenant: another tenant's catalog must not come back faster), LRU-bounded in entries and in
-    the bytes of the definitions they hold. A verdict depends only on the definitions, never on load."""
+    the bytes of the definitions they hold, in all and per scope (one tenant's many catalogs evict its
+    own older ones, not every other tenant's). A verdict depends only on the definitions, never on load."""
 
-    def __init__(self, *, max_entries: int = 256, max_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self, *, max_entries: int = 256, max_bytes: int = 64 << 20, max_scope_bytes: int | None = None
+    ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.max_scope_bytes = max_bytes if max_scope_bytes is None else min(max_scope_bytes, max_bytes)
         self._entries: OrderedDict[tuple[str, str], tuple[ToolCatalog | CatalogError, int]] = OrderedDict()
         self._bytes = 0
+        self._scope_bytes: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def bytes_of(self, scope: str) -> int:
+        """The definition bytes the verdicts of `scope` hold."""
+        return self._scope_bytes.get(scope, 0)
 
     def get(self, scope: str, digest: str) -> ToolCatalog | CatalogError | None:
         entry = self._entries.get((scope, digest))
@@ -401,15 +410,30 @@ class CatalogCache:
         return entry[0]
 
     def put(self, scope: str, digest: str, verdict: ToolCatalog | CatalogError, size: int) -> None:
-        if size > self.max_bytes or self.max_entries <= 0:
+        if size > self.max_scope_bytes or self.max_entries <= 0:
             return
-        old = self._entries.pop((scope, digest), None)
-        self._bytes -= old[1] if old is not None else 0
+        self._drop((scope, digest))
         self._entries[(scope, digest)] = (verdict, size)
         self._bytes += size
+        self._scope_bytes[scope] = self.bytes_of(scope) + size
+        if self.bytes_of(scope) > self.max_scope_bytes:  # the scope's own oldest first
+            for key in [key for key in self._entries if key[0] == scope]:
+                if self.bytes_of(scope) <= self.max_scope_bytes:
+                    break
+                self._drop(key)
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self._bytes -= dropped
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self._bytes -= entry[1]
+        left = self._scope_bytes[key[0]] - entry[1]
+        if left:
+            self._scope_bytes[key[0]] = left
+        else:
+            del self._scope_bytes[key[0]]
 
 
 def packed_tools(tools: Any) -> tuple[bytes, str]:

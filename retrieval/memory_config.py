@@ -19,7 +19,8 @@ class LearningConfig(BaseModel):
         default=7 * 86400.0,
         gt=0,
         description="How long a plan's id accepts feedback (`POST /v1/plans/{id}/feedback`); the plan record "
-        "(request, catalog, plan) is kept in the run store's tenant cache this long, so any replica accepts it.",
+        "(request, catalog, plan) is kept in the run store's tenant cache this long (at most "
+        "runs.retention_max_age_s), so any replica accepts it; it counts toward the tenant's stored bytes.",
     )
     max_demonstrations_per_tenant: int = Field(
         default=5000, ge=1, description="Demonstrations kept per tenant; past it the least recently retrieved go."
@@ -27,7 +28,8 @@ class LearningConfig(BaseModel):
     max_bytes_per_tenant: int = Field(
         default=16 * 1024 * 1024,
         ge=1024,
-        description="Request + plan bytes kept per tenant; past it the least recently retrieved go.",
+        description="Request + plan bytes kept per tenant; past it the least recently retrieved go. They also "
+        "count toward runs.max_stored_bytes_per_tenant.",
     )
     max_request_chars: int = Field(default=2000, ge=1, description="Longest request text of a demonstration.")
     max_plan_bytes: int = Field(

@@ -14,6 +14,11 @@ of the tenant's embedding slots.
 `PlanRecords` keeps what feedback needs later (request, catalog, plan) under the plan id, in the run
 store's tenant-scoped cache with a TTL: any replica on the same store accepts feedback on a plan another
 one made, and another tenant's plan id is not found (404) because the record is keyed on the tenant.
+
+What a tenant keeps is bounded as a whole: its plan records, its demonstrations and its catalog
+verdicts cached at the door count, with its runs, toward `runs.max_stored_bytes_per_tenant`. Once it
+keeps that much, planning (whose every answer is recorded) and adding demonstrations answer 429
+`stored_bytes_quota` until retention or expiry frees room; a run that succeeds is then not learned from.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, m
 
 from contract.demonstrations import Demonstration
 from contract.errors import PlanstackBaseError
-from executors.stores import RunRecord, RunStore, RunStoreError
+from executors.quotas import tenant_quota
+from executors.stores import QuotaExceeded, RunRecord, RunStore, RunStoreError, TenantQuota
+from executors.stores.caps import stored_bytes_error
 from planner.catalog import CatalogError, ToolCatalog, packed_tools
 from planner.demos import usable
 from planner.packs import DomainPack
@@ -40,6 +47,7 @@ from planner.results import PlanResult
 from planner.rules import BusinessRules
 from planner.service import PlannerService
 from planner.validation import PlanValidator
+from retrieval.errors import RetrievalError
 from retrieval.memory import AddReport, NewDemonstration, Origin, TenantMemory
 from retrieval.memory_config import LearningConfig
 from serving.backpressure import UpstreamSlots
@@ -67,14 +75,17 @@ class PlanRecord(BaseModel):
 
 
 class PlanRecords:
-    """Plan records in the run store's tenant cache (namespace `plans`), each for `ttl_s`."""
+    """Plan records in the run store's tenant cache (namespace `plans`), each for `ttl_s` (the store
+    keeps none past `runs.retention_max_age_s`). They count toward the tenant's stored bytes."""
 
     def __init__(self, store: RunStore, ttl_s: float) -> None:
         self.store = store
         self.ttl_s = ttl_s
 
-    async def put(self, tenant: str, record: PlanRecord) -> None:
-        await self.store.cache_put(PLAN_RECORDS, tenant, record.plan_id, record.model_dump_json(), self.ttl_s)
+    async def put(self, tenant: str, record: PlanRecord, *, quota: TenantQuota | None = None) -> None:
+        """Keep `record`; with `quota`, refused (`StoredBytesQuota`) once the tenant keeps its cap."""
+        value = record.model_dump_json()
+        await self.store.cache_put(PLAN_RECORDS, tenant, record.plan_id, value, self.ttl_s, quota=quota)
 
     async def get(self, tenant: str, plan_id: str) -> PlanRecord | None:
         raw = await self.store.cache_get(PLAN_RECORDS, tenant, plan_id)
@@ -224,6 +235,42 @@ class DemonstrationService:
         """Plan records live in this run store (the stack attaches it on start, detaches it on close)."""
         self.records = None if store is None else PlanRecords(store, self.config.plan_ttl_s)
 
+    # -- what a tenant keeps ---------------------------------------------------------------------
+
+    async def outside_bytes(self, tenant: str) -> int:
+        """What the tenant keeps outside the run store, counted with what it keeps there: its
+        demonstrations and the tool definitions of its catalog verdicts cached at the door. An
+        unreadable memory counts nothing here: the planner already works without it."""
+        cached = 0 if self.door is None else self.door.catalogs.bytes_of(tenant)
+        try:
+            return cached + (await asyncio.to_thread(self.memory.usage, tenant)).bytes
+        except (RetrievalError, OSError) as exc:
+            logger.warning("tenant %s: demonstration memory not counted: %s", tenant, exc)
+            return cached
+
+    async def quota(self, tenant: str) -> TenantQuota | None:
+        """The tenant's caps with its demonstrations and cached catalogs counted in; None before a run
+        store is attached."""
+        if self.records is None:
+            return None
+        return tenant_quota(self.records.store.config, outside_bytes=await self.outside_bytes(tenant))
+
+    async def check_room(self, tenant: str) -> None:
+        """429 `stored_bytes_quota` once the tenant keeps its `runs.max_stored_bytes_per_tenant` (runs,
+        plan records, demonstrations, cached catalogs): checked before planning (whose answer is recorded) and before a
+        demonstration is added. A store that cannot answer refuses nothing here (the write says so)."""
+        quota = await self.quota(tenant)
+        if quota is None or self.records is None:
+            return
+        try:
+            usage = await self.records.store.usage(tenant)
+        except RunStoreError as exc:
+            logger.warning("tenant %s: stored bytes not checked: %s", tenant, exc)
+            return
+        problem = stored_bytes_error(usage, quota)
+        if problem is not None:
+            raise problem
+
     # -- ways in ---------------------------------------------------------------------------------
 
     async def remember(self, tenant: str, request: str, tools: list[dict[str, Any]] | None, result: PlanResult) -> None:
@@ -234,9 +281,9 @@ class DemonstrationService:
         record = PlanRecord(
             plan_id=result.plan_id, request=request, tools=tools, plan=plan, path=result.path, created_at=time.time()
         )
-        try:
-            await self.records.put(tenant, record)
-        except (RunStoreError, ValueError) as exc:
+        try:  # the tenant's cap was checked before planning; a concurrent write may have reached it since
+            await self.records.put(tenant, record, quota=await self.quota(tenant))
+        except (RunStoreError, QuotaExceeded, ValueError) as exc:
             logger.warning("plan %s: not recorded for feedback: %s", result.plan_id, exc)
 
     async def feedback(self, tenant: str, plan_id: str, body: Feedback) -> dict[str, Any]:
@@ -251,6 +298,7 @@ class DemonstrationService:
         if plan is None:
             raise InvalidRequestError("there is no plan to accept: send `corrected_plan`", param="accepted")
         param = "corrected_plan" if body.corrected_plan is not None else "accepted"
+        await self.check_room(tenant)
         checked = await self._checked(tenant, record.request, plan, record.tools, param=param)
         report = await self._add(tenant, [NewDemonstration(record.request, checked, "feedback")])
         added = report.added[0]
@@ -266,6 +314,7 @@ class DemonstrationService:
     ) -> dict[str, Any]:
         """JSON lines `{"request", "plan", "tools"?}` (`DemonstrationChecks.lines`). All lines are checked
         first, in a door worker when the gateway has one: one bad line stores nothing (400 naming it)."""
+        await self.check_room(tenant)
         checks = self.checks
         if self.door is None:
             items = checks.lines(text, tools, origin)
@@ -288,6 +337,7 @@ class DemonstrationService:
         if not self.config.learns_from_runs(record.tenant) or record.replans > 0 or record.status != "succeeded":
             return
         try:
+            await self.check_room(record.tenant)
             plan = await self._checked(record.tenant, record.request, record.plan.model_dump(exclude_none=True), None)
             await self._add(record.tenant, [NewDemonstration(record.request, plan, "run")])
         except (PlanstackBaseError, ValueError, OSError) as exc:

@@ -44,6 +44,14 @@ class AuthenticationError(PlanstackError):
     code = "invalid_api_key"
 
 
+class PermissionDeniedError(PlanstackError):
+    """The key is valid but may not do this (its scope); `code` says what it lacks."""
+
+    status = 403
+    type = "invalid_request_error"
+    code = "permission_denied"
+
+
 class NotFoundError(PlanstackError):
     status = 404
     type = "invalid_request_error"

@@ -162,6 +162,9 @@ class DoorSettings(_Section):
         256, ge=0, description="Verdicts on client tool catalogs kept (per tenant and content)."
     )
     catalog_cache_mib: int = Field(64, ge=1, description="Most MiB of tool definitions those verdicts hold.")
+    catalog_cache_tenant_mib: int = Field(
+        16, ge=1, description="Of those, most MiB one tenant's verdicts hold (its oldest go first past it)."
+    )
 
 
 class IsolationSettings(_Section):

@@ -93,6 +93,7 @@ class Stack:
             replanner=replanner,
             steering=steering,
             on_succeeded=self.demonstrations.learn_from_run,
+            outside_bytes=self.demonstrations.outside_bytes,  # demonstrations, cached catalogs: with its runs
         )
         self._resources.push_async_callback(self.runs.aclose)
         self.demonstrations.attach(self.store)

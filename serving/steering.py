@@ -2,9 +2,13 @@
 
 `SteeringGateway` serves `POST /v1/runs/{id}/approve|reject` and `/v1/escalations`. Everything is
 tenant-scoped (another tenant's run is a 404 like an unknown id); the decider is the API key's
-tenant plus the caller's `name`, sanitised and bounded before it is recorded. The executors' errors
-(`NotAwaitingApproval`, `ApprovalExpired`, `NotEscalated`, `RunBusy`, ...) reach the error funnel as
-they are raised: each declares its status (409, 404, ...).
+tenant and id (`key_…`, never the key) plus the caller's `name`, sanitised and bounded before it is
+recorded. Deciding on a held run needs a key with the `approver` scope (403
+`approver_key_required` otherwise: the key an application runs with cannot consent to its own
+calls); so does resuming or re-planning an escalation of a tenant whose plans need approval, since
+that counts as approving the plan. The executors' errors (`NotAwaitingApproval`, `ApprovalExpired`,
+`NotEscalated`, `RunBusy`, `TooManyActiveRuns`, ...) reach the error funnel as they are raised: each
+declares its status (409, 404, 429, ...).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from executors.steering import Steering
 from executors.stores import RunStore
 from executors.webhooks import WebhookNotifier
 from serving.auth import Principal
-from serving.errors import InvalidRequestError, NotFoundError
+from serving.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from serving.isolation import webhook_signing_key
 from serving.metrics import GatewayMetrics
 from serving.plans.service import PlanningGateway
@@ -64,11 +68,21 @@ class SteeringGateway:
         self._max_name = runs.steering.approvals.max_name_chars
 
     def decider(self, who: Principal, name: str) -> Decider:
-        return Decider(tenant=who.tenant, name=sanitize_name(name, self._max_name))
+        return Decider(tenant=who.tenant, name=sanitize_name(name, self._max_name), key_id=who.key_id)
+
+    @staticmethod
+    def require_approver(who: Principal, what: str) -> None:
+        if not who.approver:
+            raise PermissionDeniedError(
+                f"this API key may not {what}: that needs a key with the approver scope",
+                hint="the people who approve get their own keys, `key=tenant:approver` in PLANSTACK_API_KEYS",
+                code="approver_key_required",
+            )
 
     async def decide(
         self, who: Principal, run_id: str, verdict: Literal["approved", "rejected"], body: DecisionCreate
     ) -> dict[str, Any]:
+        self.require_approver(who, "approve or reject a run")
         decision = await self.runs.decide(
             who.tenant, run_id, verdict, by=self.decider(who, body.name), reason=body.reason, replan=body.replan
         )
@@ -95,6 +109,8 @@ class SteeringGateway:
     async def reopen(
         self, who: Principal, run_id: str, action: Literal["resume", "replan"], body: EscalationAction
     ) -> RunView:
+        if self.runs.steering.approvals.plan_needed(who.tenant):  # running it again approves its plan
+            self.require_approver(who, f"{action} an escalation of a tenant whose plans need approval")
         if action == "replan":
             if body.plan is None:
                 raise InvalidRequestError("re-planning an escalation needs the edited `plan`", param="plan")

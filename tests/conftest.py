@@ -37,9 +37,14 @@ from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstre
 
 pytest_plugins = ["tests.postgres"]
 
-API_KEYS = "key-tenant-a-000=tenantA,key-tenant-b-000=tenantB"
+API_KEYS = (
+    "key-tenant-a-000=tenantA,key-tenant-b-000=tenantB,"
+    "key-approver-a-000=tenantA:approver,key-approver-b-000=tenantB:approver"
+)
 KEY_A = "key-tenant-a-000"
 KEY_B = "key-tenant-b-000"
+KEY_A_APPROVER = "key-approver-a-000"  # tenant A's people: may approve or reject held runs
+KEY_B_APPROVER = "key-approver-b-000"
 FAKE_MODEL = "fake-model"
 
 

@@ -116,11 +116,19 @@ class RunLeases(Protocol):
     """One driver per run."""
 
     async def acquire_lease(
-        self, tenant: str, run_id: str, *, owner: str, ttl_s: float, takeover: bool = False
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        takeover: bool = False,
+        quota: TenantQuota | None = None,
     ) -> Lease | None:
         """Take the run's lease when it is free or expired; None when the run already finished;
         `RunBusy` while another live lease is held. `takeover` counts the acquisition against
-        `runs.max_takeovers`."""
+        `runs.max_takeovers`. With `quota`, the run executing again must fit the tenant's active-runs
+        cap, checked in the same transaction (`TooManyActiveRuns`, nothing changed)."""
         ...
 
     async def renew_lease(self, lease: Lease, ttl_s: float) -> Lease:
@@ -140,13 +148,23 @@ class RunSteering(Protocol):
     """What people in the loop change: paused and escalated runs."""
 
     async def reopen(
-        self, tenant: str, run_id: str, *, owner: str, ttl_s: float, expect: ReopenFrom, update: RunUpdate
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        expect: ReopenFrom,
+        update: RunUpdate,
+        quota: TenantQuota | None = None,
     ) -> Lease | None:
         """Atomically move a run paused for approval (`expect="awaiting_approval"`), or failed with an
         open escalation (`"escalated"`), back to `running` under a new lease for `owner`, with the
         fields `update` gives (its status is `running` whatever it says, and the error is cleared).
         None when the run is not in that state (someone else decided first); `RunNotFound` for an
-        unknown run. The one way out of a pause: nothing else (takeover, resume) drives a paused run."""
+        unknown run. With `quota`, the run executing again must fit the tenant's active-runs cap,
+        checked in the same transaction (`TooManyActiveRuns`, nothing changed). The one way out of a
+        pause: nothing else (takeover, resume) drives a paused run."""
         ...
 
     async def close_escalation(self, tenant: str, run_id: str, escalation: dict[str, Any]) -> bool:
@@ -175,7 +193,13 @@ class TenantCache(Protocol):
 
     async def cache_get(self, namespace: str, tenant: str, key: str) -> str | None: ...
 
-    async def cache_put(self, namespace: str, tenant: str, key: str, value: str, ttl_s: float) -> None: ...
+    async def cache_put(
+        self, namespace: str, tenant: str, key: str, value: str, ttl_s: float, *, quota: TenantQuota | None = None
+    ) -> None:
+        """Store `value` for `ttl_s` (at most `runs.retention_max_age_s`). The entry counts toward its
+        tenant's stored bytes and the retention total; with `quota`, a tenant that keeps its
+        `max_stored_bytes` already is refused in the same transaction (`StoredBytesQuota`, nothing written)."""
+        ...
 
 
 class RunRetention(Protocol):

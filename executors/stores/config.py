@@ -69,7 +69,10 @@ class RunsConfig(BaseModel):
         default=10_000, ge=1, description="Runs of one tenant kept in the store; past it new runs get 429 until purged."
     )
     max_stored_bytes_per_tenant: int = Field(
-        default=256 * MIB, ge=KIB, description="Bytes of plans, results and events one tenant may keep; past it 429."
+        default=256 * MIB,
+        ge=KIB,
+        description="Bytes one tenant may keep: runs (plans, results, events), plan records, demonstrations and "
+        "cached tool catalogs; once reached, new runs, planning answers and imports get 429.",
     )
     max_plan_nodes: int = Field(
         default=64, ge=1, le=MAX_PLAN_NODES, description="Nodes in one plan; past it 413 (at most the plan's own cap)."

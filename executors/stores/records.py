@@ -122,11 +122,15 @@ class RunUpdate:
 
 @dataclass(frozen=True)
 class TenantQuota:
-    """Per-tenant caps checked atomically when a run is created."""
+    """Per-tenant caps, checked atomically with the write they guard: creating a run (all three),
+    putting a cache entry (stored bytes), moving a run back to `running` (active runs)."""
 
     max_active_runs: int
     max_stored_runs: int
     max_stored_bytes: int
+    outside_bytes: int = 0
+    """What the tenant keeps outside this store (the gateway's demonstrations and cached catalogs),
+    counted with its stored bytes."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,10 @@ class TenantUsage:
     active_runs: int
     stored_runs: int
     stored_bytes: int
+    """Everything the tenant keeps in the store: its runs (plans, request, results, events) and its
+    live cache entries (plan records)."""
+    cache_bytes: int = 0
+    """The live cache entries' part of `stored_bytes`."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,9 @@ class Door:
         self.settings = settings
         self.pool = pool
         self.catalogs = catalogs or CatalogCache(
-            max_entries=settings.catalog_cache_size, max_bytes=settings.catalog_cache_mib << 20
+            max_entries=settings.catalog_cache_size,
+            max_bytes=settings.catalog_cache_mib << 20,
+            max_scope_bytes=settings.catalog_cache_tenant_mib << 20,
         )
 
     async def run(self, tenant: str, function: Callable[..., T], *args: Any, inline: bool) -> T:

@@ -1,7 +1,8 @@
 """`PlanningGateway`: a tenant's planning request, admitted to an engine slot, salted, counted and
-remembered; also a client-given plan's validation and the `planner` chat model. The planner's engine
-errors (`LLMUnavailable`, `LLMTimeout`), an invalid catalog, an invalid request and a planning failure
-reach the error funnel as they are raised: each declares its status (503, 504, 400, 422)."""
+remembered (429 `stored_bytes_quota` once the tenant keeps its stored-bytes cap); also a client-given
+plan's validation and the `planner` chat model. The planner's engine errors (`LLMUnavailable`,
+`LLMTimeout`), an invalid catalog, an invalid request and a planning failure reach the error funnel as
+they are raised: each declares its status (503, 504, 400, 422)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ class PlanningGateway:
     async def plan(
         self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
     ) -> PlanResult:
+        if self._demonstrations is not None:  # the answer is recorded: 429 once the tenant keeps its cap
+            await self._demonstrations.check_room(who.tenant)
         salt = self._salter.salt(who.tenant, session)
         # the client's tools checked at the door (bounded, off the loop, once per content) before any slot
         catalog = None if tools is None or self.door is None else await self.door.catalog(tools, tenant=who.tenant)

@@ -1,4 +1,5 @@
-"""POST /v1/runs/{id}/approve and /reject: decide on a run awaiting approval (thin: see serving/steering.py)."""
+"""POST /v1/runs/{id}/approve and /reject: decide on a run awaiting approval, with an approver key (thin: see
+serving/steering.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from serving.routes.runs import RunId
 from serving.steering import DecisionCreate
 
 router = APIRouter()
-_CONFLICT = {409: "Not awaiting approval (`not_awaiting_approval`), or the request expired (`approval_expired`)"}
+_CONFLICT = {
+    403: "The API key lacks the approver scope (`approver_key_required`)",
+    409: "Not awaiting approval (`not_awaiting_approval`), or the request expired (`approval_expired`)",
+    429: "Approving (or re-planning) would pass the tenant's cap of runs executing (`too_many_active_runs`)",
+}
 
 
 async def _body(request: Request, who: Principal) -> DecisionCreate:

@@ -14,7 +14,11 @@ from serving.runs.protocol import RUN_ID_PATTERN
 from serving.steering import EscalationAction
 
 router = APIRouter()
-_CONFLICT = {409: "The run has no open escalation (`not_escalated`), or a live driver holds it (`run_busy`)"}
+_CONFLICT = {
+    403: "Resuming or re-planning a tenant's escalation, when its plans need approval, needs an approver key",
+    409: "The run has no open escalation (`not_escalated`), or a live driver holds it (`run_busy`)",
+    429: "The tenant has its cap of runs executing (`too_many_active_runs`); the escalation stays open",
+}
 
 
 async def _body(request: Request, who: Principal) -> EscalationAction:

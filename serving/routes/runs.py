@@ -70,7 +70,15 @@ async def run_plans(request: Request, run_id: str = RunId, who: Principal = Depe
 
 @router.post(
     "/v1/runs/{run_id}/resume",
-    responses=error_responses(401, 404, 503, extra={409: "A live driver executes the run (`Retry-After`)"}),
+    responses=error_responses(
+        401,
+        404,
+        503,
+        extra={
+            409: "A live driver executes the run (`Retry-After`)",
+            429: "The tenant has its cap of runs executing (`too_many_active_runs`)",
+        },
+    ),
 )
 async def resume_run(request: Request, run_id: str = RunId, who: Principal = Depends(principal)) -> dict[str, Any]:
     view = await services(request).runs().resume(who, run_id)

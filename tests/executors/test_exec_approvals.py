@@ -20,12 +20,12 @@ from executors.escalations import NotEscalated
 from executors.registry import ToolRegistry
 from executors.runs import Replanner, RunService, RunView
 from executors.steering import Steering
-from executors.stores import RunStore
+from executors.stores import RunStore, TooManyActiveRuns
 from executors.upkeep import take_over_orphans
 
 T = TypeVar("T")
 StoreFactory = Callable[..., RunStore]
-ALICE = Decider(tenant="alice", name="Alice Ops")
+ALICE = Decider(tenant="alice", name="Alice Ops", key_id="key_0123456789abcdef01234567")
 
 BOOKING = plan_of(
     {"id": "n1", "tool": "echo", "args": {"label": "hotel", "value": 700}},
@@ -123,7 +123,7 @@ def test_a_held_call_pauses_the_run_and_runs_once_after_approval(make_store: Sto
         assert {n.node_id for n in view.nodes} == {"n1", "n2", "n3", "n4"}
         assert kinds.count("approval_decided") == 1 and view.escalation is None
         decided = view.approval or {}
-        assert decided["pending"] is None and decided["decisions"][0]["by"] == {"tenant": "alice", "name": "Alice Ops"}
+        assert decided["pending"] is None and decided["decisions"][0]["by"] == ALICE.model_dump()
 
     on_service(make_store, body)
 
@@ -265,6 +265,70 @@ def test_an_escalation_is_replanned_with_an_edited_plan_or_closed(make_store: St
         assert record is not None and record.status == "failed" and (record.escalation or {})["state"] == "closed"
 
     on_service(make_store, body)
+
+
+def test_a_run_executes_again_only_within_the_tenant_s_active_runs_cap(make_store: StoreFactory) -> None:
+    """Approvals and escalations used to move runs back to `running` past the cap checked at creation."""
+    failing = plan_of({"id": "n1", "tool": "broken", "args": {"label": "x"}})
+    edited = plan_of({"id": "n1", "tool": "echo", "args": {"label": "fixed"}})
+    holding = plan_of({"id": "n1", "tool": "gate", "args": {"label": "held"}})
+
+    async def go() -> None:
+        state, release = FlakyState(), asyncio.Event()
+        registry = registry_with_booking(state)
+
+        @registry.tool(timeout_s=60)
+        async def gate(label: str) -> Echo:
+            """Executes until the test releases it."""
+            state.calls.append(label)
+            await release.wait()
+            return Echo(label=label, value=1, items=[1])
+
+        store = make_store(max_active_runs_per_tenant=1)
+        svc = RunService(store, make_scheduler(registry))  # no re-planner: the failing run escalates
+        try:
+            paused = await svc.start("alice", "book a hotel", BOOKING)
+            await until_paused(svc, "alice", paused)
+            refused = await svc.start("alice", "book another", BOOKING)
+            await until_paused(svc, "alice", refused)
+            escalated = await svc.start("alice", "fails", failing)
+            await until_finished(svc, "alice", escalated)
+            busy = await svc.start("alice", "holds the one slot", holding)
+            other = await svc.start("bob", "bob's own cap", BOOKING)
+            await until_paused(svc, "bob", other)
+
+            attempts: list[Callable[[], Awaitable[object]]] = [
+                lambda: svc.decide("alice", paused, "approved", by=ALICE),
+                lambda: svc.decide("alice", paused, "rejected", by=ALICE, reason="cheaper", replan=True),
+                lambda: svc.reopen_escalation("alice", escalated, "resume", ALICE, None),
+                lambda: svc.reopen_escalation("alice", escalated, "replan", ALICE, edited),
+            ]
+            for attempt in attempts:
+                with pytest.raises(TooManyActiveRuns):
+                    await attempt()
+            view = await svc.get("alice", paused)
+            assert view is not None and view.status == "awaiting_approval" and view.approval is not None
+            assert view.approval["decisions"] == [] and "book" not in state.calls  # nothing recorded or run
+            record = await svc.store.get_run("alice", escalated)
+            assert record is not None and record.status == "failed" and (record.escalation or {})["state"] == "open"
+            # a refusal only stops its run: never held back by the cap; another tenant has its own cap
+            await svc.decide("alice", refused, "rejected", by=ALICE, reason="no")
+            assert (await until_finished(svc, "alice", refused))[0].status == "failed"
+            await svc.decide("bob", other, "approved", by=Decider(tenant="bob", name="Bob"))
+            assert (await until_finished(svc, "bob", other))[0].status == "succeeded"
+
+            release.set()  # the executing run ends: the slot is free again
+            assert (await until_finished(svc, "alice", busy))[0].status == "succeeded"
+            await svc.decide("alice", paused, "approved", by=ALICE)
+            assert (await until_finished(svc, "alice", paused))[0].status == "succeeded"
+            await svc.reopen_escalation("alice", escalated, "replan", ALICE, edited)
+            assert (await until_finished(svc, "alice", escalated))[0].status == "succeeded"
+        finally:
+            release.set()
+            await svc.aclose()
+            await store.aclose()
+
+    run(go())
 
 
 def test_the_run_list_filters_by_status_and_pages_newest_first(make_store: StoreFactory) -> None:

@@ -130,7 +130,10 @@ CREATE INDEX cache_by_expiry ON cache (expires_at);
 """The tables as the two hand-written SQLite and PostgreSQL stores created them (REAL for times)."""
 
 
-def test_a_store_written_by_the_previous_layout_opens_unchanged_and_keeps_working(tmp_path: Path) -> None:
+def test_a_store_written_by_the_previous_layout_gains_only_the_cache_s_accounting(tmp_path: Path) -> None:
+    """The one SQL store kept the tables of the two hand-written stores; since then only the cache has
+    grown (each entry's size, backfilled, and when it was stored), so that plan records count toward
+    their tenant's bytes and the retention total."""
     path = tmp_path / "runs.sqlite3"
     conn = sqlite3.connect(path)
     conn.executescript(LAYOUT_BEFORE_ONE_SQL_STORE)
@@ -140,8 +143,8 @@ def test_a_store_written_by_the_previous_layout_opens_unchanged_and_keeps_workin
         (PLAN.model_dump_json(),),
     )
     conn.execute("INSERT INTO events VALUES ('r1', 1, 'run_finished', 0, NULL, '{\"status\": \"succeeded\"}', 1)")
+    conn.execute("INSERT INTO cache VALUES ('plans', 'a', 'plan_1', 'an old plan record', 1e12)")
     conn.commit()
-    version = conn.execute("PRAGMA schema_version").fetchone()[0]
     conn.close()
 
     async def go() -> None:
@@ -149,11 +152,17 @@ def test_a_store_written_by_the_previous_layout_opens_unchanged_and_keeps_workin
         record = await store.get_run("a", "r1")
         assert record is not None and record.status == "succeeded"
         assert [e.type for e in await store.events("a", "r1")] == ["run_finished"]
+        usage = await store.usage("a")
+        assert usage.cache_bytes == len("plans" "a" "plan_1" "an old plan record")  # backfilled
+        assert usage.stored_bytes == 100 + usage.cache_bytes
         lease = await store.create_run(RunRecord(run_id="r2", tenant="a", request="new", plan=PLAN), owner="o", ttl_s=9)
         assert (await store.append_event(lease, "run_started")).seq == 1
         await store.aclose()
 
     run(go())
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA schema_version").fetchone()[0] == version  # nothing was altered
+    columns = {table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] for table in ("runs", "cache")}
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
     conn.close()
+    assert columns["cache"][-2:] == ["bytes", "stored_at"] and len(columns["runs"]) == 22  # runs: as they were
+    assert indexes == {"runs_by_tenant", "runs_by_status", "runs_by_escalation", "cache_by_expiry", "cache_by_tenant"}

@@ -1,7 +1,8 @@
 """A tenant cannot fill the store or the gateway for others:
-per-tenant caps on active runs, stored runs and stored bytes (429), plan size (413), node output
-size (the node fails, typed), retention on a timer inside the gateway, bounded SSE followers (429),
-idle followers woken by nothing but their own run, and a private (0600) run store file.
+per-tenant caps on active runs, stored runs and stored bytes (429) — plan records and cached catalogs
+included —, plan size (413), node output size (the node fails, typed), retention on a timer inside the
+gateway, bounded SSE followers (429), idle followers woken by nothing but their own run, and a private
+(0600) run store file.
 
 Real gateways (uvicorn on loopback) over the demo + fault tools, given plans (no engine needed).
 """
@@ -9,6 +10,7 @@ Real gateways (uvicorn on loopback) over the demo + fault tools, given plans (no
 from __future__ import annotations
 
 import contextlib
+import re
 import stat
 import threading
 import time
@@ -25,7 +27,7 @@ from executors.stores import RunsConfig
 from serving.app import create_app
 from serving.settings import EngineSettings, Settings
 from serving.stack import build_stack
-from tests.conftest import API_KEYS, FAKE_MODEL, KEY_A, KEY_B
+from tests.conftest import API_KEYS, FAKE_MODEL, KEY_A, KEY_B, FakeStack
 from tests.fakes.upstream import ServerThread
 from tests.reliability.helpers import check_error_shape, fault_registry
 
@@ -210,3 +212,59 @@ def test_the_gateway_s_run_store_file_is_private(gateway_with: Callable[..., Quo
         path = tmp_path / f"runs.sqlite3{suffix}"
         if path.exists():
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+WEATHER = {"nodes": [{"id": "n1", "tool": "get_weather", "args": {"city": "Hangzhou", "date": "2027-06-20"}}]}
+
+
+def large_tools(tag: str, count: int = 4) -> list[dict[str, Any]]:
+    """`count` tools of about 6.5 KB each: 20 optional string arguments with long descriptions."""
+    props = {f"field_{j}": {"type": "string", "description": f"{tag} " + "d" * 300} for j in range(20)}
+    return [
+        {"type": "function", "function": {
+            "name": f"lookup_{i}", "description": "Look a record up", "parameters": {"type": "object", "properties": props}}}
+        for i in range(count)
+    ]  # fmt: skip
+
+
+def test_plan_records_count_toward_the_tenant_s_stored_bytes(fake_stack_factory: Callable[..., FakeStack]) -> None:
+    """Every planning answer is kept (request and the client's tools) under its plan id for feedback; those
+    records used to count toward no quota: 100 plans with large tool schemas kept about 100 MB. Now the
+    tenant's plan records (and its catalog verdicts cached at the door) count with its runs: once it keeps
+    its cap, planning (and runs, and imports) answer 429 until the records expire (here after
+    `runs.retention_max_age_s`, 6 s: no record outlives it); another tenant plans on."""
+    cap = 64 * 1024
+    stack = fake_stack_factory(runs=RunsConfig(max_stored_bytes_per_tenant=cap, retention_max_age_s=6))
+    stack.behaviour.reply = '{"nodes": []}'  # the fake model chooses no tool: every answer is a 200
+    tools = large_tools("a")
+    with stack.gateway.client(KEY_A) as a, stack.gateway.client(KEY_B) as b:
+        answers = []
+        for i in range(100):
+            response = a.post("/v1/plans", json={"request": f"Look record {i} up", "tools": tools})
+            check_error_shape(response)
+            answers.append(response)
+            if response.status_code != 200:
+                break
+        accepted = [r.json()["plan_id"] for r in answers if r.status_code == 200]
+        assert 2 <= len(accepted) < 20  # ~26 KB a record: refused once the tenant keeps its 64 KiB
+        refused(answers[-1], 429, "stored_bytes_quota")
+        message = answers[-1].json()["error"]["message"]
+        assert "plan records" in message
+        # no demonstrations yet: what it keeps outside the store is its catalog's verdict cached at the door
+        outside = re.search(r"outside the store (\d+)", message)
+        assert outside is not None and 10_000 < int(outside.group(1)) < 64_000, message
+        refused(post_run(a, WEATHER, wait=True), 429, "stored_bytes_quota")  # runs share the same bytes
+        imported = a.post("/v1/demonstrations", content='{"request": "weather", "plan": {"nodes": []}}\n')
+        refused(imported, 429, "stored_bytes_quota")
+        assert b.post("/v1/plans", json={"request": "Look it up", "tools": large_tools("b")}).status_code == 200
+        rejected = a.post(f"/v1/plans/{accepted[0]}/feedback", json={"accepted": False})
+        assert rejected.status_code == 200  # the records were kept: feedback finds them
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the records expire after the retention age
+            again = a.post("/v1/plans", json={"request": "Look record 0 up", "tools": tools})
+            if again.status_code == 200:
+                break
+            refused(again, 429, "stored_bytes_quota")
+            time.sleep(0.5)
+        assert again.status_code == 200
+        assert a.post(f"/v1/plans/{accepted[0]}/feedback", json={"accepted": False}).status_code == 404  # expired

@@ -58,6 +58,20 @@ def test_the_cache_is_bounded_in_entries_and_bytes() -> None:
     assert cache.get("A", "huge") is None  # larger than the whole budget: never kept
 
 
+def test_one_tenant_s_catalogs_evict_its_own_not_the_others() -> None:
+    cache = CatalogCache(max_entries=100, max_bytes=1000, max_scope_bytes=400)
+    catalog = ToolCatalog.from_openai(valid_catalog("t", tools=1))
+    cache.put("B", "b1", catalog, 300)
+    for key in ("a1", "a2", "a3", "a4", "a5"):  # 500 bytes of tenant A's: over its 400
+        cache.put("A", key, catalog, 100)
+    assert cache.get("A", "a1") is None and cache.get("A", "a5") is catalog and cache.bytes_of("A") == 400
+    assert cache.get("B", "b1") is catalog  # the other tenant's verdict stays
+    cache.put("A", "huge", catalog, 500)
+    assert cache.get("A", "huge") is None and cache.bytes_of("A") == 400  # over one tenant's share: not kept
+    cache.put("C", "c1", catalog, 400)  # 1,100 in all: the least recently used of all go
+    assert cache.get("A", "a2") is None and cache.bytes_of("A") == 300 and len(cache) == 5
+
+
 def test_the_digest_follows_the_content_and_the_argument_order() -> None:
     tools = valid_catalog("d", tools=2)
     assert packed_tools(tools)[1] == packed_tools(copy.deepcopy(tools))[1]

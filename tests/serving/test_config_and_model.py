@@ -68,6 +68,23 @@ def test_api_key_spec_parsing() -> None:
             ApiKeyAuth.from_spec(bad)
     dev = ApiKeyAuth.from_spec(None)
     assert dev.dev_mode and dev.authenticate(f"Bearer {DEV_KEY}").tenant == "dev"
+    assert dev.authenticate(f"Bearer {DEV_KEY}").approver  # the one development key does everything
+
+
+def test_api_keys_carry_the_approver_scope_and_a_non_secret_id() -> None:
+    spec = "key-for-app-123=tenantA, key-for-ops-123=tenantA:approver ,key-for-b-123=tenantB"
+    auth = ApiKeyAuth.from_spec(spec, secret=b"s" * 32)
+    app, ops, bob = (auth.authenticate(f"Bearer {key}") for key in ("key-for-app-123", "key-for-ops-123", "key-for-b-123"))
+    assert (app.tenant, app.approver) == ("tenantA", False) and (ops.tenant, ops.approver) == ("tenantA", True)
+    assert not bob.approver  # `key=tenant` as before: a key without the scope
+    ids = {who.key_id for who in (app, ops, bob)}
+    assert len(ids) == 3 and all(i is not None and i.startswith("key_") and "key-for" not in i for i in ids)
+    again = ApiKeyAuth.from_spec(spec, secret=b"s" * 32).authenticate("Bearer key-for-ops-123")
+    other_secret = ApiKeyAuth.from_spec(spec, secret=b"t" * 32).authenticate("Bearer key-for-ops-123")
+    assert again.key_id == ops.key_id != other_secret.key_id  # stable per server secret, unguessable without it
+    for bad in ("key-for-a-123=tenantA:admin", "key-for-a-123=tenantA:", "key-for-a-123=:approver"):
+        with pytest.raises(ConfigError, match="approver"):
+            ApiKeyAuth.from_spec(bad)
 
 
 def test_salts_are_valid_for_vllm_and_scoped(tmp_path: Path) -> None:

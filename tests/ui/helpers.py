@@ -27,6 +27,7 @@ class ToolCalls:
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self.failures_left: dict[str, int] = {}
+        self.released = threading.Event()  # `hold` answers once the test sets it
 
     def record(self, label: str) -> None:
         with self._lock:
@@ -51,7 +52,8 @@ def steering_registry(calls: ToolCalls) -> ToolRegistry:
     - `nap(label, seconds)`: answers after `seconds` (visible parallelism);
     - `explode(label)`: fails for good (an unexpected exception) while `calls.fail_next(label, n)` says so,
       and always when `label` starts with "always";
-    - `flaky(label)`: fails once retryably, then answers (a retried node).
+    - `flaky(label)`: fails once retryably, then answers (a retried node);
+    - `hold(label)`: executes until the test sets `calls.released` (a run that keeps its slot).
     """
     registry = default_registry()
 
@@ -83,6 +85,14 @@ def steering_registry(calls: ToolCalls) -> ToolRegistry:
         if calls.counts[label] == 1:
             raise ToolUnavailable("connection reset (first attempt)")
         return Echo(label=label, text=f"retried-{label}")
+
+    @registry.tool(version="1", timeout_s=60)
+    async def hold(label: str) -> Echo:
+        """Answer once the test releases it."""
+        calls.record(label)
+        while not calls.released.is_set():
+            await asyncio.sleep(0.02)
+        return Echo(label=label, text=f"released-{label}")
 
     return registry
 

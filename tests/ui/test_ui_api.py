@@ -2,7 +2,9 @@
 fake upstream stands in for the engine, which no given plan needs): a run with an approval-required
 tool pauses, survives a gateway restart while paused, and continues after approve (the tool runs
 once) or stops after reject (it never runs); an escalated run is queued and resumes; a webhook
-receiver on loopback gets signed, retried events; another tenant can neither approve nor see."""
+receiver on loopback gets signed, retried events; only an approver key of the run's tenant decides (the
+application's own key gets 403, the decision records the deciding key's id), within the tenant's cap of
+runs executing; another tenant can neither approve nor see."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from serving.ui import STATIC
-from tests.conftest import KEY_A, KEY_B
+from tests.conftest import KEY_A, KEY_A_APPROVER, KEY_B, KEY_B_APPROVER
 from tests.fakes.upstream import ServerThread
 from tests.reliability.helpers import check_error_shape, sse_events
 from tests.ui.conftest import FAST, METRICS_TOKEN, SteeringStack
@@ -44,18 +46,19 @@ def test_a_paused_run_survives_a_restart_and_runs_the_tool_once_after_approval(s
     assert stack.calls.counts["book:West Lake Inn"] == 0
     stack.restart()  # a new gateway process on the same store; its takeover sweep runs every 0.2 s
     time.sleep(2.5)  # past the lease TTL (2 s): a running run would have been taken over by now
-    with stack.client() as client, stack.client(KEY_B) as bob:
+    with stack.client() as client, stack.client(KEY_B_APPROVER) as bob, stack.client(KEY_A_APPROVER) as ops:
         assert client.get(f"/v1/runs/{run_id}").json()["status"] == "awaiting_approval"
-        for verb in ("approve", "reject"):  # another tenant can neither decide nor see
+        for verb in ("approve", "reject"):  # another tenant (even its approver) can neither decide nor see
             response = bob.post(f"/v1/runs/{run_id}/{verb}", json={"name": "mallory"})
             check_error_shape(response)
             assert response.status_code == 404 and response.json()["error"]["code"] == "run_not_found"
         assert bob.get(f"/v1/runs/{run_id}").status_code == 404
         assert bob.get("/v1/runs").json()["data"] == []
-        decided = client.post(f"/v1/runs/{run_id}/approve", json={"name": "Ops <b>Alice</b>\n\x00"})
+        decided = ops.post(f"/v1/runs/{run_id}/approve", json={"name": "Ops <b>Alice</b>\n\x00"})
         assert decided.status_code == 200, decided.text
-        assert decided.json()["decision"]["by"] == {"tenant": "tenantA", "name": "Ops b Alice b"}
-        again = client.post(f"/v1/runs/{run_id}/approve", json={})
+        by = decided.json()["decision"]["by"]
+        assert (by["tenant"], by["name"]) == ("tenantA", "Ops b Alice b") and by["key_id"].startswith("key_")
+        again = ops.post(f"/v1/runs/{run_id}/approve", json={})
         assert again.status_code == 409 and again.json()["error"]["code"] == "not_awaiting_approval"
         final = stack.wait_status(run_id, "succeeded", "failed")
         with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
@@ -71,10 +74,89 @@ def test_a_paused_run_survives_a_restart_and_runs_the_tool_once_after_approval(s
     assert 'planstack_approval_decisions_total{tenant="tenantA",verdict="approved"} 1.0' in metrics
 
 
+def test_only_an_approver_key_decides_and_the_decision_names_the_key(stack: SteeringStack) -> None:
+    """The key that started the run used to be able to approve its own held call."""
+    run_id = start(stack, booking_plan("Own Approval"))  # started with tenant A's application key
+    stack.wait_status(run_id, "awaiting_approval")
+    with stack.client() as app, stack.client(KEY_B) as bob, stack.client(KEY_A_APPROVER) as ops:
+        for verb in ("approve", "reject"):
+            response = app.post(f"/v1/runs/{run_id}/{verb}", json={"name": "the app itself"})
+            check_error_shape(response)
+            assert response.status_code == 403, response.text
+            error = response.json()["error"]
+            assert error["code"] == "approver_key_required" and "approver" in error["message"]
+        assert bob.post(f"/v1/runs/{run_id}/approve", json={}).status_code == 403  # scope first: nothing learned
+        assert app.get(f"/v1/runs/{run_id}").json()["status"] == "awaiting_approval"  # nothing was decided
+        assert stack.calls.counts["book:Own Approval"] == 0
+        decided = ops.post(f"/v1/runs/{run_id}/approve", json={"name": "Olga"})
+        assert decided.status_code == 200, decided.text
+        key_id = decided.json()["decision"]["by"]["key_id"]
+    final = stack.wait_status(run_id, "succeeded", "failed")
+    assert final["status"] == "succeeded" and stack.calls.counts["book:Own Approval"] == 1
+    recorded = final["approval"]["decisions"][0]["by"]
+    assert recorded == {"tenant": "tenantA", "name": "Olga", "key_id": key_id}  # which key, never the key
+    assert KEY_A_APPROVER not in json.dumps(final) and key_id != KEY_A_APPROVER
+
+
+def test_running_an_escalation_again_approves_its_plan_so_needs_an_approver_key(stack_factory: Any) -> None:
+    """For a tenant whose every plan needs approval, resuming or re-planning an escalation consents to the
+    plan of the new round: the application's own key gets 403 there, as on /approve."""
+    stack = stack_factory(approvals={**FAST["approvals"], "plan_tenants": ["tenantA"]})
+    stack.calls.fail_next("approved-payments", 1)
+    run_id = start(stack, {"nodes": [{"id": "n1", "tool": "explode", "args": {"label": "approved-payments"}}]})
+    stack.wait_status(run_id, "awaiting_approval")  # the plan waits for a person
+    with stack.client() as app, stack.client(KEY_A_APPROVER) as ops:
+        assert ops.post(f"/v1/runs/{run_id}/approve", json={"name": "Olga"}).status_code == 200
+        assert stack.wait_status(run_id, "failed")["escalation"]["state"] == "open"
+        edited = {"nodes": [{"id": "n1", "tool": "nap", "args": {"label": "edited", "seconds": 0.05}}]}
+        for action, body in (("resume", {"name": "app"}), ("replan", {"name": "app", "plan": edited})):
+            response = app.post(f"/v1/escalations/{run_id}/{action}", json=body)
+            check_error_shape(response)
+            assert response.status_code == 403 and response.json()["error"]["code"] == "approver_key_required"
+        assert [item["run_id"] for item in app.get("/v1/escalations").json()["data"]] == [run_id]  # still open
+        assert ops.post(f"/v1/escalations/{run_id}/resume", json={"name": "Olga"}).status_code == 200
+    final = stack.wait_status(run_id, "succeeded", "failed")
+    assert final["status"] == "succeeded" and final["escalation"]["handled_by"]["key_id"].startswith("key_")
+
+
+def test_nothing_reopens_a_run_past_the_tenant_s_active_runs_cap(stack_factory: Any) -> None:
+    """Approvals and escalations used to move runs back to executing past the cap checked at creation."""
+    stack = stack_factory(runs={**FAST["runs"], "max_active_runs_per_tenant": 1})
+    paused = start(stack, booking_plan("Capped"))
+    stack.wait_status(paused, "awaiting_approval")  # paused: not executing
+    stack.calls.fail_next("capped-payments", 1)
+    escalated = start(stack, {"nodes": [{"id": "n1", "tool": "explode", "args": {"label": "capped-payments"}}]})
+    assert stack.wait_status(escalated, "failed")["escalation"]["state"] == "open"
+    busy = start(stack, {"nodes": [{"id": "n1", "tool": "hold", "args": {"label": "holds the slot"}}]})
+    edited = {"nodes": [{"id": "n1", "tool": "nap", "args": {"label": "edited", "seconds": 0.05}}]}
+    attempts = [
+        (f"/v1/runs/{paused}/approve", {"name": "Olga"}),
+        (f"/v1/runs/{paused}/reject", {"name": "Olga", "reason": "cheaper", "replan": True}),
+        (f"/v1/escalations/{escalated}/resume", {"name": "Olga"}),
+        (f"/v1/escalations/{escalated}/replan", {"name": "Olga", "plan": edited}),
+    ]
+    with stack.client(KEY_A_APPROVER) as ops:
+        for path, body in attempts:
+            response = ops.post(path, json=body)
+            check_error_shape(response)
+            assert response.status_code == 429, (path, response.text)
+            assert response.json()["error"]["code"] == "too_many_active_runs" and response.headers["Retry-After"]
+        waiting = ops.get(f"/v1/runs/{paused}").json()  # each run stays as it was
+        assert waiting["status"] == "awaiting_approval" and waiting["approval"]["decisions"] == []
+        assert [item["run_id"] for item in ops.get("/v1/escalations").json()["data"]] == [escalated]
+        assert stack.calls.counts["book:Capped"] == 0 and stack.calls.counts["edited"] == 0
+        stack.calls.released.set()  # the executing run ends: its slot is free
+        assert stack.wait_status(busy, "succeeded")["status"] == "succeeded"
+        assert ops.post(f"/v1/runs/{paused}/approve", json={"name": "Olga"}).status_code == 200
+        assert stack.wait_status(paused, "succeeded", "failed")["status"] == "succeeded"
+        assert ops.post(f"/v1/escalations/{escalated}/resume", json={"name": "Olga"}).status_code == 200
+        assert stack.wait_status(escalated, "succeeded", "failed")["status"] == "succeeded"
+
+
 def test_a_rejected_call_never_runs(stack: SteeringStack) -> None:
     run_id = start(stack, booking_plan("Grand Palace"))
     stack.wait_status(run_id, "awaiting_approval")
-    with stack.client() as client:
+    with stack.client(KEY_A_APPROVER) as client:
         response = client.post(f"/v1/runs/{run_id}/reject", json={"name": "Alice", "reason": "over budget"})
         assert response.status_code == 200, response.text
     final = stack.wait_status(run_id, "failed", "succeeded")
@@ -172,7 +254,7 @@ def test_a_webhook_receiver_gets_signed_retried_events(stack_factory: Any, recei
             assert response.status_code == 400 and response.json()["error"]["param"] == "webhook_url", refused
     run_id = start(stack, booking_plan("Lakeside"), webhook_url=url)
     stack.wait_status(run_id, "awaiting_approval")
-    with stack.client() as client:
+    with stack.client(KEY_A_APPROVER) as client:
         client.post(f"/v1/runs/{run_id}/approve", json={"name": "Alice"})
     stack.wait_status(run_id, "succeeded")
     deadline = time.monotonic() + 20

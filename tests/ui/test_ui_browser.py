@@ -15,7 +15,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 
-from tests.conftest import KEY_A, KEY_B
+from tests.conftest import KEY_A, KEY_A_APPROVER, KEY_B
 from tests.ui.browser import (
     artifacts_dir,
     attribute_of,
@@ -116,7 +116,12 @@ def test_a_waiting_run_is_approved_from_the_page(stack: SteeringStack, browser: 
         run_id = client.post("/v1/runs", json={"request": "book a hotel", "plan": booking_plan("Page Hotel")}).json()[
             "run_id"
         ]
-    log_in(browser, stack.url, KEY_A)
+    log_in(browser, stack.url, KEY_A)  # the application's own key sees the request but may not decide it
+    browser.get(f"{stack.url}/ui/#/runs/{run_id}")
+    click(browser, "#approve")  # found and clicked in one step: the page redraws while the run waits
+    problem = wait_for(browser, lambda d: text_of(d, "#decision-error"))
+    assert problem is not None and "approver" in problem and stack.calls.counts["book:Page Hotel"] == 0
+    log_in(browser, stack.url, KEY_A_APPROVER)  # a person's key, with the approver scope
     browser.find_element(By.ID, "status-filter").send_keys("awaiting approval")
     wait_for(browser, lambda d: d.execute_script("return location.hash") == "#/runs?status=awaiting_approval")
     row = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'#runs-body tr[data-run-id="{run_id}"]'))[0]
@@ -135,7 +140,8 @@ def test_a_waiting_run_is_approved_from_the_page(stack: SteeringStack, browser: 
     wait_for(browser, lambda d: node_statuses(d).get("n4") == "succeeded")
     assert stack.calls.counts["book:Page Hotel"] == 1
     view = stack.wait_status(run_id, "succeeded")
-    assert view["approval"]["decisions"][0]["by"] == {"tenant": "tenantA", "name": "Page Operator"}
+    by = view["approval"]["decisions"][0]["by"]
+    assert (by["tenant"], by["name"]) == ("tenantA", "Page Operator") and by["key_id"].startswith("key_")
     browser.save_screenshot(str(artifacts_dir() / "run-approved.png"))
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from executors.errors import RunNotFound
+from executors.stores.caps import active_runs_error
 from executors.stores.errors import LeaseLost
-from executors.stores.records import Lease
-from executors.stores.sql.dialect import Program, Statement
+from executors.stores.records import Lease, TenantQuota
+from executors.stores.sql.dialect import Lock, Program, Statement
 from executors.stores.sql.part import SqlPart
+from executors.stores.sql.retention import usage_of
 from executors.stores.sql.rows import busy_error
 
 FENCE = "run_id = :run_id AND tenant = :tenant AND lease_owner = :owner AND lease_epoch = :epoch"
@@ -25,6 +27,18 @@ def require_run(tenant: str, run_id: str) -> Program[None]:
     )
     if rows.first() is None:
         raise RunNotFound(f"run {run_id!r} not found")
+
+
+def within_active_cap(tenant: str, quota: TenantQuota | None) -> Program[None]:
+    """Raise `TooManyActiveRuns` when one more run of `tenant` executing would pass its cap (nothing
+    with `quota` None). The tenant stays locked until commit (locking it again is harmless), so that
+    runs created or moved back to `running` at once are counted one after the other."""
+    if quota is None:
+        return
+    yield Lock(tenant)
+    problem = active_runs_error((yield from usage_of(tenant)), quota)
+    if problem is not None:
+        raise problem
 
 
 def fence_error(lease: Lease) -> Program[LeaseLost]:
@@ -63,8 +77,12 @@ def _status(tenant: str, run_id: str) -> Program[str]:
     return str(row[0])
 
 
-def _acquire(tenant: str, run_id: str, owner: str, ttl_s: float, takeover: bool) -> Program[Lease | None]:
+def _acquire(
+    tenant: str, run_id: str, owner: str, ttl_s: float, takeover: bool, quota: TenantQuota | None
+) -> Program[Lease | None]:
     key = {"run_id": run_id, "tenant": tenant}
+    if quota is not None:
+        yield Lock(tenant)  # the tenant before the run's row, as everywhere
     row = (
         yield Statement(
             "SELECT status, lease_owner, lease_epoch, lease_expires_at, :now FROM runs"
@@ -80,6 +98,7 @@ def _acquire(tenant: str, run_id: str, owner: str, ttl_s: float, takeover: bool)
         return None
     if expires is not None and expires > now:
         raise busy_error(run_id, holder, expires - now)
+    yield from within_active_cap(tenant, quota)
     yield Statement(
         "UPDATE runs SET lease_owner = :owner, lease_epoch = :epoch, lease_expires_at = :expires,"
         " takeovers = takeovers + :counted WHERE run_id = :run_id",
@@ -121,11 +140,18 @@ def _orphans(max_takeovers: int, limit: int) -> Program[list[tuple[str, str]]]:
 
 class SqlLeases(SqlPart):
     async def acquire_lease(
-        self, tenant: str, run_id: str, *, owner: str, ttl_s: float, takeover: bool = False
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        takeover: bool = False,
+        quota: TenantQuota | None = None,
     ) -> Lease | None:
         if await self.db.read(_status(tenant, run_id)) != "running":
             return None  # a finished run needs no write transaction (a read-only store answers too)
-        return await self.db.write(_acquire(tenant, run_id, owner, ttl_s, takeover))
+        return await self.db.write(_acquire(tenant, run_id, owner, ttl_s, takeover, quota))
 
     async def renew_lease(self, lease: Lease, ttl_s: float) -> Lease:
         return await self.db.write(_renew(lease, ttl_s))

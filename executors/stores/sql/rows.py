@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable
 from typing import Any
 
 from contract.plan import Plan
-from executors.stores.errors import QuotaExceeded, RunBusy, StoredBytesQuota, StoredRunsQuota, TooManyActiveRuns
-from executors.stores.records import RunEvent, RunRecord, TenantQuota, TenantUsage, WebhookDelivery
+from executors.stores.errors import RunBusy
+from executors.stores.records import RunEvent, RunRecord, WebhookDelivery
 
 EVENT_OVERHEAD_BYTES = 64  # seq, type, round, node id, timestamp of one event row
 CHUNK = 400
@@ -82,26 +83,6 @@ def busy_error(run_id: str, holder: str | None, expires_in_s: float) -> RunBusy:
     )
 
 
-def quota_error(usage: TenantUsage, quota: TenantQuota) -> QuotaExceeded | None:
-    """The first cap a new run would break, or None."""
-    if usage.active_runs >= quota.max_active_runs:
-        return TooManyActiveRuns(
-            f"{usage.active_runs} runs of this tenant are executing; the limit is {quota.max_active_runs}",
-            hint="wait for a run to finish",
-        )
-    if usage.stored_runs >= quota.max_stored_runs:
-        return StoredRunsQuota(
-            f"this tenant has {usage.stored_runs} stored runs; the limit is {quota.max_stored_runs}",
-            hint="old runs are purged by retention; lower runs.retention_max_age_s or raise the cap",
-        )
-    if usage.stored_bytes >= quota.max_stored_bytes:
-        return StoredBytesQuota(
-            f"this tenant's runs take {usage.stored_bytes} bytes; the limit is {quota.max_stored_bytes}",
-            hint="old runs are purged by retention; lower runs.retention_max_age_s or raise the cap",
-        )
-    return None
-
-
 def text_bytes(text: str | None) -> int:
     return 0 if text is None else len(text.encode("utf-8"))
 
@@ -116,11 +97,22 @@ def runs_to_purge(old: Iterable[Any], total: int, max_total_bytes: int) -> tuple
     return doomed, total - sum(doomed.values()) - max_total_bytes
 
 
-def add_oldest(doomed: dict[str, int], idle_oldest_first: Iterable[Any], excess: int) -> None:
-    """Add the oldest idle runs to `doomed` until `excess` bytes are covered."""
-    for run_id, size in idle_oldest_first:
+def add_oldest(
+    doomed: dict[str, int], idle_runs: Iterable[Any], cache_entries: Iterable[Any], excess: int
+) -> float | None:
+    """Add the oldest idle runs and cache entries to what goes until `excess` bytes are covered, the
+    two taken together oldest first: runs (id, bytes, updated at) go into `doomed`; the entries'
+    part is returned as a time (every entry stored up to then goes; None: none). Both lists come
+    oldest first; the entries as (stored at, bytes)."""
+    runs = ((float(at), int(size), str(run_id)) for run_id, size, at in idle_runs if str(run_id) not in doomed)
+    entries = ((float(at), int(size), None) for at, size in cache_entries)
+    cutoff: float | None = None
+    for at, size, run_id in heapq.merge(runs, entries, key=lambda item: item[0]):
         if excess <= 0:
-            return
-        if run_id not in doomed:
-            doomed[run_id] = int(size)
-            excess -= int(size)
+            break
+        if run_id is None:
+            cutoff = at
+        else:
+            doomed[run_id] = size
+        excess -= size
+    return cutoff

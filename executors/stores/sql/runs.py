@@ -7,6 +7,7 @@ from typing import Any
 
 from contract.plan import Plan
 from executors.observation import NodeResult
+from executors.stores.caps import new_run_error
 from executors.stores.records import EscalationState, Lease, RunRecord, RunStatus, RunUpdate, TenantQuota, dumps
 from executors.stores.sql.dialect import Lock, Program, Statement
 from executors.stores.sql.leases import FENCE, fence_error, fence_params, fenced, require_run
@@ -16,7 +17,6 @@ from executors.stores.sql.rows import (
     LIVE,
     RUN_COLUMNS,
     SELECT_RUN,
-    quota_error,
     result_bytes,
     run_from_row,
     text_bytes,
@@ -75,7 +75,7 @@ def save_plan(run_id: str, update: RunUpdate, plan_json: str | None) -> Program[
 def _create(record: RunRecord, owner: str, ttl_s: float, quota: TenantQuota | None) -> Program[Lease]:
     if quota is not None:  # the quota check and the insert are one step for all replicas
         yield Lock(record.tenant)
-        problem = quota_error((yield from usage_of(record.tenant)), quota)
+        problem = new_run_error((yield from usage_of(record.tenant)), quota)
         if problem is not None:
             raise problem
     plan_json = record.plan.model_dump_json()

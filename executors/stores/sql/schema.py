@@ -2,7 +2,8 @@
 
 JSON is kept as text (the same bytes on both databases) and times as Unix seconds (`DOUBLE
 PRECISION`: REAL affinity on SQLite). `runs.bytes` is the run's stored size (plans, request,
-results, events), kept up to date by every write, so per-tenant and total sizes are one SUM.
+results, events), kept up to date by every write, and `cache.bytes` an entry's, so per-tenant and
+total sizes are one SUM per table.
 
 A database is brought to this layout when a store opens it (`migrate`): missing tables are created,
 then columns newer than a table's first layout are added (and filled for existing rows, where a
@@ -50,6 +51,9 @@ RUN_BYTES = (
     " + (SELECT COALESCE(SUM(LENGTH(data_json) + 64), 0) FROM events WHERE events.run_id = runs.run_id)"
 )
 RUN_KEY = "TEXT NOT NULL REFERENCES runs (run_id)"
+CACHE_BYTES = "LENGTH(namespace) + LENGTH(tenant) + LENGTH(key) + LENGTH(value)"
+"""A cache entry's size (`cache.bytes`); entries stored before the column existed get `stored_at` 0:
+the oldest, the first to go when the store is over its total."""
 
 RUNS = Table(
     "runs",
@@ -153,9 +157,15 @@ TABLES: tuple[Table, ...] = (
             Column("key", "TEXT NOT NULL"),
             Column("value", "TEXT NOT NULL"),
             Column("expires_at", "DOUBLE PRECISION NOT NULL"),
+            # -- accounting: what an entry costs its tenant and the retention total, and its age
+            Column("bytes", "BIGINT NOT NULL DEFAULT 0", CACHE_BYTES),
+            Column("stored_at", "DOUBLE PRECISION NOT NULL DEFAULT 0"),
         ),
         keys=("PRIMARY KEY (namespace, tenant, key)",),
-        indexes=(("cache_by_expiry", "ON cache (expires_at)"),),
+        indexes=(
+            ("cache_by_expiry", "ON cache (expires_at)"),
+            ("cache_by_tenant", "ON cache (tenant, expires_at)"),
+        ),
     ),
 )
 RUN_TABLES = ("webhook_deliveries", "events", "node_results", "run_plans", "runs")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from executors.stores.records import Lease, ReopenFrom, RunRecord, RunUpdate, WebhookDelivery, dumps
+from executors.stores.records import Lease, ReopenFrom, RunRecord, RunUpdate, TenantQuota, WebhookDelivery, dumps
 from executors.stores.sql.dialect import Program, Statement
-from executors.stores.sql.leases import require_run
+from executors.stores.sql.leases import require_run, within_active_cap
 from executors.stores.sql.part import SqlPart
 from executors.stores.sql.rows import DELIVERY_COLUMNS, SELECT_RUN, delivery_from_row, run_from_row
 from executors.stores.sql.runs import save_plan, set_clause
@@ -20,11 +20,19 @@ REOPEN_CONDITIONS: dict[ReopenFrom, str] = {
 
 
 def _reopen(
-    tenant: str, run_id: str, owner: str, ttl_s: float, expect: ReopenFrom, update: RunUpdate
+    tenant: str, run_id: str, owner: str, ttl_s: float, expect: ReopenFrom, update: RunUpdate, quota: TenantQuota | None
 ) -> Program[Lease | None]:
     update = dataclasses.replace(update, status="running", error=None)
     clause = set_clause(update)
     yield from require_run(tenant, run_id)
+    if quota is not None:
+        state = yield Statement(
+            f"SELECT 1 FROM runs WHERE run_id = :run_id AND tenant = :tenant AND {REOPEN_CONDITIONS[expect]}",
+            {"run_id": run_id, "tenant": tenant},
+        )
+        if state.first() is None:
+            return None  # not (any more) in that state: no cap to check
+        yield from within_active_cap(tenant, quota)
     row = (
         yield Statement(
             "UPDATE runs SET error_json = NULL, lease_owner = :owner, lease_epoch = lease_epoch + 1,"
@@ -90,9 +98,17 @@ def _deliveries(tenant: str, run_id: str) -> Program[list[WebhookDelivery]]:
 
 class SqlSteering(SqlPart):
     async def reopen(
-        self, tenant: str, run_id: str, *, owner: str, ttl_s: float, expect: ReopenFrom, update: RunUpdate
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        expect: ReopenFrom,
+        update: RunUpdate,
+        quota: TenantQuota | None = None,
     ) -> Lease | None:
-        return await self.db.write(_reopen(tenant, run_id, owner, ttl_s, expect, update))
+        return await self.db.write(_reopen(tenant, run_id, owner, ttl_s, expect, update, quota))
 
     async def close_escalation(self, tenant: str, run_id: str, escalation: dict[str, Any]) -> bool:
         return await self.db.write(_close_escalation(tenant, run_id, escalation))

@@ -46,19 +46,23 @@ export function detailsPanel(model, plan, round) {
   );
 }
 
-export function approvalPanel(view, refresh) {
+// `notes` outlives a re-render (the page redraws while the run waits): a refused decision stays shown.
+export function approvalPanel(view, refresh, notes) {
   const pending = view.status === "awaiting_approval" && view.approval && view.approval.pending;
   if (!pending) return null;
   const name = h("input", { id: "decider-name", placeholder: "Your name", maxlength: 64 });
   const reason = h("input", { id: "decision-reason", placeholder: "Reason (shown to the re-planner when re-planning)", maxlength: 1000 });
   const replan = h("input", { type: "checkbox", id: "decision-replan" });
-  const problem = h("p", { class: "error", id: "decision-error" });
+  const problem = h("p", { class: "error", id: "decision-error" }, notes.decisionError || "");
   async function decide(verdict) {
     try {
       await api("POST", `/v1/runs/${encodeURIComponent(view.run_id)}/${verdict}`, { name: name.value, reason: reason.value || null, replan: verdict === "reject" && replan.checked });
+      notes.decisionError = null;
       await refresh();
     } catch (error) {
+      notes.decisionError = error.message;  // e.g. 403 approver_key_required, 429 too_many_active_runs
       problem.textContent = error.message;
+      await refresh().catch(() => {});  // this panel may have been redrawn meanwhile: draw it again, with the message
     }
   }
   const what = pending.kind === "plan"

@@ -8,7 +8,7 @@ import { approvalPanel, deliveriesPanel, detailsPanel, escalationPanel, legend, 
 import { roundStatusOf } from "./status.js";
 
 export async function showRun(runId) {
-  const model = { view: null, plans: null, events: [], running: new Set(), retrying: new Set(), picked: null, round: null, last: 0 };
+  const model = { decisionError: null, view: null, plans: null, events: [], running: new Set(), retrying: new Set(), picked: null, round: null, last: 0 };
   const controller = new AbortController();
   let stopped = false;
   const page = h("div", { class: "run-page", id: "run-page", "data-run-id": runId });
@@ -77,7 +77,7 @@ export async function showRun(runId) {
         h("p", { class: "muted" }, `round ${view.round} · ${view.replans} re-plans · started ${when(view.created_at)} · updated ${when(view.updated_at)}`),
         view.error ? h("p", { class: "error", id: "run-error" }, `${view.error.type}: ${view.error.error}`) : null,
       ),
-      approvalPanel(view, refresh),
+      approvalPanel(view, refresh, model),
       escalationPanel(view, refresh),
       h(
         "section",
