@@ -129,7 +129,7 @@ def test_a_request_is_planned_with_the_engine_then_run(fake_engine: dict[str, st
 
 
 def test_a_request_without_an_engine_is_a_clear_error(env: dict[str, str]) -> None:
-    result = invoke(env, "run", "a trip to Hangzhou")
+    result = invoke(env, "run", REQUEST)  # a request the planner needs the engine for (nothing missing)
     assert result.exit_code == 1, result.output
     assert "not reachable" in result.output and "planstack engine start" in result.output
 
