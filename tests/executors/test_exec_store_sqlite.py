@@ -130,7 +130,7 @@ CREATE INDEX cache_by_expiry ON cache (expires_at);
 """The tables as the two hand-written SQLite and PostgreSQL stores created them (REAL for times)."""
 
 
-def test_a_store_written_by_the_previous_layout_opens_unchanged_and_keeps_working(tmp_path: Path) -> None:
+def test_a_store_written_by_the_previous_layout_is_brought_up_to_date_once_and_keeps_working(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite3"
     conn = sqlite3.connect(path)
     conn.executescript(LAYOUT_BEFORE_ONE_SQL_STORE)
@@ -155,5 +155,20 @@ def test_a_store_written_by_the_previous_layout_opens_unchanged_and_keeps_workin
 
     run(go())
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA schema_version").fetchone()[0] == version  # nothing was altered
+    migrated = conn.execute("PRAGMA schema_version").fetchone()[0]
+    assert migrated > version  # the toolsets' tables and the runs' tool columns were added
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"toolsets", "tool_answers"} <= tables
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    assert {"tools_json", "action_json"} <= columns
+    conn.close()
+
+    async def again() -> None:
+        store = SqliteRunStore(path)
+        assert (await store.get_run("a", "r1")) is not None
+        await store.aclose()
+
+    run(again())
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA schema_version").fetchone()[0] == migrated  # an up-to-date file is only read
     conn.close()
