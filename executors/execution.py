@@ -14,9 +14,11 @@ from executors.breaker import BreakerBoard, counts_against_tool
 from executors.condition_worker import ConditionEvaluator
 from executors.conditions import ConditionOutcome
 from executors.config import ExecutorConfig
+from executors.context import run_id, run_tenant
 from executors.errors import CircuitOpenError, ExecutorError, ToolOutputError, ToolTimeoutError, as_tool_error
 from executors.observation import NodeResult, sha256_json, summarize_result
 from executors.registry import ToolSpec
+from executors.sources.tool_source import CallContext, call_scope
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -140,9 +142,11 @@ class NodeExecutor:
                 if started_at is None:
                     started_at = self._wall_clock()
                     t0 = self._monotonic()
-                try:
+                try:  # the call knows its run, round and node (a remote call's idempotency key)
+                    context = CallContext(tenant=run_tenant(), run_id=run_id(), round=round_, node_id=node.id)
                     async with asyncio.timeout(timeout_s):
-                        output = await spec.invoke(kwargs)
+                        with call_scope(context):
+                            output = await spec.invoke(kwargs)
                     error = None
                 except TimeoutError:
                     error = ToolTimeoutError(f"{spec.name} did not answer within {timeout_s:g} s")
@@ -155,7 +159,8 @@ class NodeExecutor:
                 breaker.record_failure()
             if not error.retryable or attempts >= max_attempts:
                 break
-            delay = self._retry.delay(attempts)
+            # a service that said when to come back (Retry-After) is not asked again sooner
+            delay = max(self._retry.delay(attempts), getattr(error, "retry_delay_s", None) or 0.0)
             await observer.node_retrying(node, round_, attempts, delay, error.structured())
             await self._sleep(delay)
         outcome: ConditionOutcome | None = None

@@ -42,7 +42,7 @@ SchemaCheckFactory = Callable[[dict[str, Any]], SchemaCheck]  # raises ValueErro
 MAX_ARGS_BYTES = 256 * 1024
 
 
-class _SchemaDefined(BaseModel):
+class SchemaDefinedArgs(BaseModel):
     """Placeholder `args_model` of a remote spec: its schema is the remote tool's, not a model's."""
 
     model_config = ConfigDict(extra="allow")
@@ -110,7 +110,7 @@ def remote_tool_spec(source: ToolSource, tool: RemoteTool, *, schema_check: Sche
         description=tool.description,
         version=tool.digest[:12],
         func=call,
-        args_model=_SchemaDefined,
+        args_model=SchemaDefinedArgs,
         output_adapter=None,
         timeout_s=backstop_timeout_s(policy.timeout_s),
         retries=None if policy.retryable else 1,
