@@ -298,6 +298,7 @@ class RunDriver:
         )
         data = {"replans": record.replans, "failure_summary": summary, "nodes": len(new_plan.nodes)}
         await self.emit("replan", round_=record.round, data=data)
+        self.context.steering.observer.replanned()
         return record
 
     async def _registry(self, record: RunRecord) -> ToolRegistry | None:
@@ -365,6 +366,7 @@ class RunDriver:
             steering.observer.escalated(record.tenant, opened.reason)
             await self.emit("escalated", round_=record.round, data=escalation)
         await self.emit("run_finished", round_=record.round, data={"status": status, "error": error})
+        steering.observer.run_finished(status)
         hook = self.context.on_succeeded
         if status == "succeeded" and hook is not None:
             try:

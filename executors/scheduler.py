@@ -43,6 +43,7 @@ from executors.execution import (
     RetryPolicy,
     SchedulerObserver,
     Sleep,
+    ToolCallObserver,
 )
 from executors.observation import NodeResult, sha256_json, summarize_result
 from executors.references import resolve_args
@@ -90,8 +91,10 @@ class DagScheduler:
         rng: random.Random | None = None,
         wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.perf_counter,
+        tool_calls: ToolCallObserver | None = None,
     ) -> None:
         self.registry = registry
+        self.tool_calls = tool_calls
         self.config = config or ExecutorConfig()
         self.breakers = breakers or BreakerBoard(self.config.breaker_threshold, self.config.breaker_cooldown_s)
         self._sleep = sleep
@@ -112,6 +115,7 @@ class DagScheduler:
                 sleep=self._sleep,
                 wall_clock=self._wall_clock,
                 monotonic=self._monotonic,
+                tool_calls=self.tool_calls,
             )
             self._executor_by_loop = (loop, executor)
         return self._executor_by_loop[1]

@@ -18,9 +18,12 @@ from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.plans.service import PlanningGateway
 from serving.runs.service import RunGateway
+from serving.runs.tool_outputs import ToolOutputGateway
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
 from serving.steering import SteeringGateway
+from serving.toolsets.run_tools import RunToolsService
+from serving.toolsets.service import ToolsetService
 from serving.upstream import EngineClient
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -43,6 +46,9 @@ class Services:
     embeddings: EmbeddingService | None = None
     steering_gateway: SteeringGateway | None = None
     demonstrations: DemonstrationService | None = None
+    toolset_service: ToolsetService | None = None
+    run_tools_service: RunToolsService | None = None
+    tool_output_gateway: ToolOutputGateway | None = None
 
     def planning(self) -> PlanningGateway:
         if self.planning_gateway is None:
@@ -58,6 +64,21 @@ class Services:
         if self.run_gateway is None:
             raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
         return self.run_gateway
+
+    def toolsets(self) -> ToolsetService:
+        if self.toolset_service is None:
+            raise EngineUnavailableError("toolsets are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.toolset_service
+
+    def run_tools(self) -> RunToolsService:
+        if self.run_tools_service is None:
+            raise EngineUnavailableError("toolsets are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.run_tools_service
+
+    def tool_outputs(self) -> ToolOutputGateway:
+        if self.tool_output_gateway is None:
+            raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.tool_output_gateway
 
     def steering(self) -> SteeringGateway:
         if self.steering_gateway is None:

@@ -81,6 +81,7 @@ def pausing_spec(
         timeout_s=answer_timeout_s,
         retries=1,
         concurrency_class="caller",
+        source="client" if pause == "client" else ASK_USER,
         remote=tool,
         source_id="client" if pause == "client" else ASK_USER,
         check_args=schema_check(tool.parameters),

@@ -61,6 +61,12 @@ class RemoteToolSpec(ToolSpec):
         return True
 
     @property
+    def breaker_key(self) -> str:
+        """One breaker per toolset and tool: another toolset's (another tenant's) tool of the same name is
+        another tool."""
+        return f"{self.source_id}:{self.name}"
+
+    @property
     def args_schema(self) -> dict[str, Any]:
         assert self.remote is not None
         return dict(self.remote.parameters)
@@ -88,8 +94,11 @@ class RemoteToolSpec(ToolSpec):
         return dict(args)
 
 
-def remote_tool_spec(source: ToolSource, tool: RemoteTool, *, schema_check: SchemaCheckFactory) -> RemoteToolSpec:
-    """The spec the scheduler runs for `tool` of `source` (SourceError for an unusable schema)."""
+def remote_tool_spec(
+    source: ToolSource, tool: RemoteTool, *, schema_check: SchemaCheckFactory, label: str | None = None
+) -> RemoteToolSpec:
+    """The spec the scheduler runs for `tool` of `source` (SourceError for an unusable schema); `label`
+    names the source in metrics (its toolset's name; default its id)."""
     try:
         check_args = schema_check(tool.parameters)
         check_output = None if tool.output_schema is None else schema_check(tool.output_schema)
@@ -117,6 +126,7 @@ def remote_tool_spec(source: ToolSource, tool: RemoteTool, *, schema_check: Sche
         concurrency_class=policy.concurrency_class or f"toolset:{source.source_id}",
         slow=policy.slow,
         approval=policy.approval,
+        source=label or source.source_id,
         remote=tool,
         source_id=source.source_id,
         check_args=check_args,

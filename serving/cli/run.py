@@ -42,6 +42,7 @@ _MARKS = {
     "node_skipped": ("–", "dim"),
     "replan": ("⟳", "magenta"),
     "awaiting_approval": ("⏸", "yellow"),
+    "tool_call_required": ("⏸", "yellow"),
     "escalated": ("⚑", "red"),
 }
 
@@ -99,7 +100,7 @@ def run_command(
         if view.error:
             console.print(f"[red]run {view.status}:[/] {view.error.get('error')} ({view.error.get('type')})")
         console.print(f"run [bold]{view.run_id}[/] {view.status} · store {location}")
-    raise typer.Exit({"succeeded": 0, "awaiting_approval": 3}.get(view.status, 1))
+    raise typer.Exit({"succeeded": 0, "awaiting_approval": 3, "requires_action": 3}.get(view.status, 1))
 
 
 @runs_app.command("purge")
@@ -177,7 +178,7 @@ async def _execute(
         async for event in service.events(tenant, run_id):
             if console is not None:
                 print_event(console, event)
-            if event.type == "awaiting_approval":  # a person decides, on the run page or the API: stop here
+            if event.type in ("awaiting_approval", "tool_call_required"):  # a person or the app answers: stop here
                 break
         return await service.wait(tenant, run_id), service.store.display_url
 
@@ -192,6 +193,10 @@ def print_event(console: Console, event: RunEvent) -> None:
     data = event.data
     if event.type == "awaiting_approval":
         console.print(f"[{colour}]{mark} waiting for approval[/] ({data.get('kind')}, round {event.round})")
+        return
+    if event.type == "tool_call_required":
+        what = data.get("question") or data.get("tool")
+        console.print(f"[{colour}]{mark} {event.node_id} waits for an answer[/] ({what}): see POST …/tool_outputs")
         return
     if event.type == "escalated":
         console.print(f"[{colour}]{mark} escalated[/] ({data.get('reason')}): see GET /v1/escalations")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 PLANNER_MODEL = "planner"
@@ -15,4 +17,7 @@ class PlanCreate(BaseModel):
     request: str = Field(min_length=1, max_length=4000, description="What the user wants, in natural language.")
     tools: list[dict[str, JsonValue]] | None = Field(
         None, max_length=128, description="Plan over exactly these tools (OpenAI `tools` format)."
+    )
+    toolsets: list[Annotated[str, Field(min_length=1, max_length=48)]] | None = Field(
+        None, max_length=64, description="Plan over these toolsets too (names or ids; `builtin`, `llm`, `ask_user`)."
     )

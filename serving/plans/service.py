@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract.plan import Plan
+from planner.catalog import ToolCatalog
 from planner.service import PlannerService, PlanResult
 from serving.auth import Principal
 from serving.backpressure import UpstreamSlots
@@ -17,6 +18,7 @@ from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.plans.chat import message_text, plan_completion
 from serving.protocol import ChatCompletionRequest
+from serving.toolsets.run_tools import RunToolsService
 
 
 class PlanningGateway:
@@ -27,8 +29,10 @@ class PlanningGateway:
         metrics: GatewayMetrics,
         slots: UpstreamSlots,
         demonstrations: DemonstrationService | None = None,
+        run_tools: RunToolsService | None = None,
     ) -> None:
         self.planner = planner
+        self.run_tools = run_tools  # the tenant's toolsets, for `toolsets` in a planning request
         self._salter = salter
         self._metrics = metrics
         self._slots = slots
@@ -46,9 +50,23 @@ class PlanningGateway:
             await self._demonstrations.remember(who.tenant, request, tools, result)
         return result
 
-    def check_plan(self, plan: Plan) -> None:
-        """A client-given plan must pass the same validation layers as a planned one."""
-        report = self.planner.validator(self.planner.catalog).validate(plan)
+    async def catalog_of(
+        self, who: Principal, toolsets: list[str] | None, tools: list[dict[str, Any]] | None
+    ) -> list[dict[str, Any]] | None:
+        """The catalog of a planning request: its `toolsets` (resolved for the tenant) and its own `tools`;
+        None for the built-in catalog."""
+        if not toolsets:
+            return tools
+        if self.run_tools is None:
+            raise InvalidRequestError("toolsets are not available in this gateway", param="toolsets")
+        resolved = await self.run_tools.resolve(who.tenant, toolsets)
+        return resolved.catalog + list(tools or [])
+
+    def check_plan(self, plan: Plan, tools: list[dict[str, Any]] | None = None) -> None:
+        """A client-given plan must pass the same validation layers as a planned one (over `tools`, a run's
+        own catalog, when given)."""
+        catalog = self.planner.catalog if tools is None else ToolCatalog.from_openai(tools)
+        report = self.planner.validator(catalog).validate(plan)
         if not report.ok:
             raise InvalidRequestError(f"the plan is invalid: {report.error}", param="plan")
 
@@ -57,4 +75,5 @@ class PlanningGateway:
         user = [m for m in body.messages if m.role == "user"]
         if not user or not (text := message_text(user[-1].content)).strip():
             raise InvalidRequestError("the planner model needs a user message with the request", param="messages")
-        return plan_completion(await self.plan(text, who, session, body.tools))
+        tools = await self.catalog_of(who, body.toolsets, body.tools)
+        return plan_completion(await self.plan(text, who, session, tools))

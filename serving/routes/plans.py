@@ -19,5 +19,7 @@ router = APIRouter()
 async def create_plan(request: Request, who: Principal = Depends(principal)) -> dict[str, Any]:
     svc = services(request)
     body = parse_model(PlanCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
-    result = await svc.planning().plan(body.request, who, request.headers.get(SESSION_HEADER), body.tools)
+    planning = svc.planning()
+    tools = await planning.catalog_of(who, body.toolsets, body.tools)
+    result = await planning.plan(body.request, who, request.headers.get(SESSION_HEADER), tools)
     return result.as_dict()
