@@ -4,6 +4,7 @@
     planstack run --plan plan.json            # run a plan file ({"nodes": [...]} or a bare list)
     planstack run --resume run_0123abcd        # continue an interrupted run
     planstack run "a family trip to Hangzhou"  # plan with the engine, then run
+    planstack run --plan p.json --toolsets inventory --toolsets billing --tenant acme   # the tenant's toolsets
     planstack runs purge                       # retention: delete old runs now
 
 The run service, its store (`runs.store_url` from the settings, or --store) and the registry with
@@ -63,6 +64,12 @@ def run_command(
     plan: Annotated[Path | None, typer.Option("--plan", help="Plan JSON file to run.")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Id of an interrupted run.")] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant owning the run.")] = "default",
+    toolsets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--toolsets", help="Plan and run over this toolset of the tenant (repeat; builtin, llm, ask_user too)."
+        ),
+    ] = None,
     store: StoreOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the final run as JSON only.")] = False,
 ) -> None:
@@ -79,6 +86,7 @@ def run_command(
                 plan_file=plan,
                 resume=resume,
                 tenant=tenant,
+                toolsets=toolsets,
                 store_url=store,
                 console=None if json_output else console,
             )
@@ -137,9 +145,9 @@ def load_plan(path: Path) -> Plan:
         raise _CliError(f"invalid plan {path}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
 
 
-async def _plan_for_run(stack: Stack, request: str, tenant: str) -> Plan:
+async def _plan_for_run(stack: Stack, request: str, tenant: str, tools: list[dict[str, Any]] | None) -> Plan:
     try:
-        result = await plan_with(stack, request, tenant)
+        result = await plan_with(stack, request, tenant, tools)
     except PlanstackBaseError as exc:
         engine_hint(exc, stack)
         raise
@@ -158,6 +166,7 @@ async def _execute(
     tenant: str,
     store_url: str | None,
     console: Console | None,
+    toolsets: list[str] | None = None,
 ) -> tuple[RunView, str]:
     """The finished run, and where its store is."""
     async with build_stack(settings, run_store_url=store_url) as stack:
@@ -167,12 +176,13 @@ async def _execute(
                 raise _CliError(f"run {resume!r} not found for tenant {tenant!r}")
             run_id = await service.resume(tenant, resume)
         else:
+            own = None if not toolsets or stack.run_tools is None else await stack.run_tools.resolve(tenant, toolsets)
             if plan_file is not None:
                 plan, text = load_plan(plan_file), f"plan file {plan_file.name}"
             else:
                 text = request or ""
-                plan = await _plan_for_run(stack, text, tenant)
-            run_id = await service.start(tenant, text, plan)
+                plan = await _plan_for_run(stack, text, tenant, None if own is None else own.catalog)
+            run_id = await service.start(tenant, text, plan, tools=None if own is None else own.recorded())
         if console is not None:
             console.print(f"run page: {settings.ui_url}#/runs/{run_id}  (the gateway's web UI, tenant {tenant!r})")
         async for event in service.events(tenant, run_id):

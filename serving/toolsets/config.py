@@ -74,6 +74,12 @@ class ToolsConfig(BaseModel):
     )
     max_toolsets_per_tenant: int = Field(32, ge=1, le=1000, description="Toolsets one tenant may register.")
     max_tools_per_toolset: int = Field(64, ge=1, le=500, description="Tools one toolset may list (more: 400).")
+    max_toolset_bytes: int = Field(
+        2 * MIB,
+        ge=KIB,
+        le=64 * MIB,
+        description="Largest tool definitions of one toolset (JSON); every run using it keeps a copy.",
+    )
     max_toolsets_per_run: int = Field(8, ge=1, le=64, description="Toolsets one run or plan may name.")
     max_client_tools: int = Field(32, ge=1, le=128, description="Tools the caller may bring to one run.")
     max_document_bytes: int = Field(

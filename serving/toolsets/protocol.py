@@ -43,9 +43,11 @@ class ToolsetCreate(BaseModel):
     server: str | None = Field(
         None, max_length=64, description="MCP: the name of a stdio server of the operator's `tools.stdio_servers`."
     )
-    document: str | dict[str, JsonValue] | None = Field(
-        None, description="OpenAPI 3.0/3.1: the document (JSON or YAML text, or a JSON object)."
-    )
+    document: (
+        Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS)]
+        | Annotated[dict[str, JsonValue], Field(max_length=10_000)]
+        | None
+    ) = Field(None, description="OpenAPI 3.0/3.1: the document (JSON or YAML text, or a JSON object).")
     base_url: str | None = Field(None, max_length=MAX_URL_CHARS, description="OpenAPI: where the operations live.")
     auth: AuthCreate | None = None
     require_approval: list[Annotated[str, Field(min_length=1, max_length=TOOL_NAME_CHARS)]] = Field(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,8 +25,9 @@ from executors.sources.auth import AuthScheme
 from executors.sources.credentials import CredentialSealer
 from executors.sources.errors import EgressRefused, SourceError
 from executors.sources.remote_spec import SchemaCheckFactory
-from executors.sources.tool_source import PolicyOverrides, RemoteTool, ToolPolicy, ToolSnapshot
+from executors.sources.tool_source import PolicyOverrides, RemoteTool, ToolPolicy, ToolSnapshot, canonical_json
 from executors.stores import TenantToolsets, ToolsetExists, ToolsetRecord
+from executors.stores.tool_records import TOOLSET_ID_PATTERN
 from planner.catalog import CatalogError, ToolCatalog
 from serving.toolsets.config import ToolsConfig
 from serving.toolsets.connections import CREDENTIAL_SLOT, ToolsetConnections, overrides_of
@@ -62,8 +64,10 @@ class ToolsetService:
 
     async def add(self, tenant: str, body: ToolsetCreate) -> ToolsetRecord:
         """Register a toolset (see module doc); nothing is stored unless every check passed."""
-        if body.name in RESERVED:
-            raise ToolsetInvalid(f"{body.name!r} is a reserved toolset name", param="name")
+        if body.name in RESERVED or re.match(TOOLSET_ID_PATTERN, body.name):
+            raise ToolsetInvalid(
+                f"{body.name!r} is reserved (a built-in toolset's name, or an id's form)", param="name"
+            )
         if await self.store.get_toolset(tenant, body.name) is not None:  # before any slow listing
             raise ToolsetExists(f"a toolset named {body.name!r} exists already", hint="choose another name")
         config = await self._config_of(tenant, body)
@@ -235,6 +239,11 @@ class ToolsetService:
         if len(snapshot.tools) > self.config.max_tools_per_toolset:
             raise ToolsetInvalid(
                 f"the toolset lists {len(snapshot.tools)} tools; the limit is {self.config.max_tools_per_toolset}"
+            )
+        size = sum(len(canonical_json(tool.model_dump(mode="json")).encode()) for tool in snapshot.tools)
+        if size > self.config.max_toolset_bytes:
+            raise ToolsetInvalid(
+                f"the toolset's tool definitions take {size} bytes; the limit is {self.config.max_toolset_bytes}"
             )
         await off_loop(self._check_definitions, snapshot.tools)
 

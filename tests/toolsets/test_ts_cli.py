@@ -1,4 +1,4 @@
-"""`planstack toolsets add|list|show|refresh|delete` in-process, on the configured run store, against the
+"""`planstack toolsets add|list|show|refresh|delete` and `planstack run --toolsets` in-process, on the configured run store, against the
 REAL example MCP server and billing service: the secret comes from an environment variable (never
 argv) and is never printed; what the CLI registered is what the gateway's store holds."""
 
@@ -54,6 +54,16 @@ def test_the_toolsets_commands(tmp_path: Path, mcp_server: ServiceProcess, billi
     assert missing.exit_code == 1 and "not found" in missing.output
     no_secret = invoke(env, "toolsets", "add", "x", "--mcp-url", f"{mcp_server.url}/mcp", "--secret-env", "UNSET_VAR")
     assert no_secret.exit_code == 2 and "UNSET_VAR" in no_secret.output
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([
+        {"id": "n1", "tool": "find_products", "args": {"name": "nut"}},
+        {"id": "n2", "tool": "get_stock", "args": {"product_id": "$n1.products.0.product_id"}},
+    ]))  # fmt: skip
+    ran = invoke(env, "run", "--plan", str(plan), "--toolsets", "inventory", "--tenant", "acme", "--json")
+    assert ran.exit_code == 0, ran.output
+    view = json.loads(ran.output)
+    assert view["status"] == "succeeded" and view["nodes"][-1]["output"]["quantity"] == 3400
+    assert view["tools"]["toolsets"][0]["name"] == "inventory"
     assert invoke(env, "toolsets", "delete", "billing", "--tenant", "acme").exit_code == 0
     for result in (added, billing, listed, detail):
         assert env["BILLING_TOKEN"] not in result.output

@@ -156,6 +156,7 @@ def test_bounds_and_invalid_registrations_are_clear_4xx(
         bad = [
             ({"name": "Bad Name", "kind": "mcp", "url": f"{mcp_server.url}/mcp"}, 400, "name"),
             ({"name": "builtin", "kind": "mcp", "url": f"{mcp_server.url}/mcp"}, 400, "name"),
+            ({"name": "ts_0123456789ab", "kind": "mcp", "url": f"{mcp_server.url}/mcp"}, 400, "name"),
             ({"name": "x", "kind": "mcp"}, 400, "url"),
             ({"name": "x", "kind": "mcp", "server": "not-configured"}, 400, "server"),
             ({"name": "x", "kind": "openapi", "base_url": billing_plus.url}, 400, "document"),
