@@ -161,9 +161,8 @@ class NodeExecutor:
                 attempt_t0 = self._monotonic()
                 try:  # the call knows its run, round and node (a remote call's idempotency key)
                     outer = current_call_context()  # a caller outside a driver may have set the run
-                    context = CallContext(
-                        tenant=run_tenant() or outer.tenant, run_id=run_id() or outer.run_id, round=round_, node_id=node.id
-                    )
+                    tenant, run = run_tenant() or outer.tenant, run_id() or outer.run_id
+                    context = CallContext(tenant=tenant, run_id=run, round=round_, node_id=node.id)
                     async with asyncio.timeout(timeout_s):
                         with call_scope(context):
                             output = await spec.invoke(kwargs)
