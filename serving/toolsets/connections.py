@@ -182,7 +182,8 @@ class ToolsetConnections:
     ) -> list[RemoteToolSpec]:
         """The scheduler's specs of `tools` (definitions a run recorded) on the toolset's live source; a
         deleted toolset (`record` None) gives specs whose calls fail."""
-        if record is None:
+        if record is None:  # deleted (maybe on another replica): its live source here is closed too
+            await self.drop(toolset_id)
             gone = GoneSource(toolset_id, name)
             return await off_loop(self._compile, gone, name, tools, {})
         live = await self._source(record)

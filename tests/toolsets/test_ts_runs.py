@@ -193,3 +193,16 @@ def test_plans_and_the_planner_model_plan_over_a_toolset(gateway: ToolsetGateway
             json={"request": "x", "toolsets": ["inventory"], "plan": {"nodes": [{"id": "n1", "tool": "search_flights", "args": {}}]}},
         )
         assert invalid.status_code == 400 and invalid.json()["error"]["param"] == "plan"  # not in this run's catalog
+
+
+def test_a_toolset_deleted_while_a_run_waits_fails_its_calls(gateway: ToolsetGateway, mcp_server: ServiceProcess) -> None:
+    with gateway.client() as client:
+        mcp(client, mcp_server)
+        run_id = start(client, ["inventory"], {"id": "n1", "tool": "discontinue_product", "args": {"product_id": "prd_1002"}})
+        gateway.wait_status(run_id, "awaiting_approval")
+        assert client.delete("/v1/toolsets/inventory").status_code == 200
+        assert client.post(f"/v1/runs/{run_id}/approve", json={"name": "ops"}).status_code == 200
+        view = gateway.wait_status(run_id, "succeeded", "failed")
+        assert node(view, "n1")["error"]["type"] == "source_error"  # the recorded tool, no source any more
+        stock = start(client, ["builtin"], {"id": "n1", "tool": "get_weather", "args": {"city": "Hangzhou", "date": "2027-06-20"}})
+        assert gateway.wait_status(stock, "succeeded", "failed")["status"] == "succeeded"
