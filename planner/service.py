@@ -123,11 +123,19 @@ class PlannerService:
         return f"{self.config.fingerprint()}:{self.config.prompt_version}:{self.config.effective_today()}"
 
     async def plan(
-        self, request: str, *, tenant: str, cache_salt: str, tools: list[dict[str, Any]] | None = None
+        self,
+        request: str,
+        *,
+        tenant: str,
+        cache_salt: str,
+        tools: list[dict[str, Any]] | ToolCatalog | None = None,
     ) -> PlanResult:
-        """Plan over `tools` (OpenAI format; CatalogError when invalid) or the service's catalog."""
+        """Plan over `tools` (OpenAI format, CatalogError when invalid; or a catalog already checked) or
+        the service's catalog."""
         start = time.perf_counter()
-        catalog = self.catalog if tools is None else ToolCatalog.from_openai(tools)
+        catalog = self.catalog if tools is None else tools
+        if not isinstance(catalog, ToolCatalog):
+            catalog = ToolCatalog.from_openai(catalog)
         self._check_request(request)
         extra = self.cache_key_extra()
         if self.cache is not None and (cached := self.cache.get(tenant, request, catalog.hash, extra)) is not None:

@@ -7,7 +7,9 @@ the planner re-asks with. `ValidationReport` records every layer's outcome.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,6 +26,8 @@ from planner.safe_regex import schema_validator
 
 Layer = Literal["schema", "dag", "arguments", "rules"]
 LAYERS: tuple[Layer, ...] = ("schema", "dag", "arguments", "rules")
+MAX_ISSUES = 20  # kept per layer: a refusal names the first problems, never thousands of them
+SHOWN_ISSUES = 5  # in the error's message and the model's feedback
 REFERENCE_SCHEMA = {"type": "string", "pattern": REFERENCE_RE.pattern}
 
 
@@ -36,11 +40,13 @@ class PlanValidationError(PlanstackBaseError):
 
     def __init__(self, issues: list[Issue]) -> None:
         self.issues = issues
-        super().__init__(f"{self.layer}: " + "; ".join(i.message for i in issues))
+        shown = "; ".join(i.message[:300] for i in issues[:SHOWN_ISSUES])
+        more = f" (and {len(issues) - SHOWN_ISSUES} more)" if len(issues) > SHOWN_ISSUES else ""
+        super().__init__(f"{self.layer}: {shown}{more}")
 
     def feedback(self) -> str:
         """What the model is told: the layer and each problem as one JSON line."""
-        return json.dumps({"layer": self.layer, "errors": [i.as_dict() for i in self.issues[:5]]})
+        return json.dumps({"layer": self.layer, "errors": [i.as_dict() for i in self.issues[:SHOWN_ISSUES]]})
 
 
 class SchemaValidationError(PlanValidationError):
@@ -104,7 +110,14 @@ class PlanValidator:
         self.catalog = catalog
         self.rules = rules
         self.max_nodes = max_nodes
-        self._validators = {tool.name: schema_validator(with_references(dict(tool.parameters))) for tool in catalog}
+        self._validators = {
+            tool.name: schema_validator(with_references(dict(tool.parameters)), checked=True) for tool in catalog
+        }  # a ToolCatalog's patterns passed its check
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Picklable (the gateway validates large client plans in a worker process): the argument
+        validators are rebuilt from the catalog there."""
+        return (functools.partial(PlanValidator, max_nodes=self.max_nodes), (self.catalog, self.rules))
 
     def validate(self, candidate: str | Mapping[str, Any] | Plan) -> ValidationReport:
         report = ValidationReport()
@@ -120,7 +133,7 @@ class PlanValidator:
                 report.outcomes.append(LayerOutcome(layer, "skipped"))
                 continue
             found = check(plan)
-            report.outcomes.append(LayerOutcome(layer, "failed" if found else "passed", tuple(found)))
+            report.outcomes.append(LayerOutcome(layer, "failed" if found else "passed", tuple(found[:MAX_ISSUES])))
         report.plan = plan if report.error is None else None
         return report
 
@@ -148,7 +161,7 @@ class PlanValidator:
         if len(plan.nodes) > self.max_nodes:
             issues.append(Issue("too_many_nodes", f"{len(plan.nodes)} nodes, at most {self.max_nodes}"))
         ids = plan.ids()
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        duplicates = sorted(i for i, count in Counter(ids).items() if count > 1)  # linear: the client sizes `ids`
         issues.extend(Issue("duplicate_id", f"node id {i} is used more than once", node=i) for i in duplicates)
         known = set(ids)
         for node in plan.nodes:

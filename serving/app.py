@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -39,6 +40,7 @@ from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
 from serving.routes import tool_outputs as tool_outputs_route
 from serving.routes import toolsets as toolsets_route
+from serving.routes import webhooks as webhooks_route
 from serving.runs.service import RunGateway
 from serving.runs.tool_outputs import ToolOutputGateway
 from serving.settings import Settings
@@ -118,10 +120,13 @@ def init_app_state(state: State, stack: Stack) -> Services:
         metrics=stack.metrics,
         engine=stack.engine,
         guard=stack.guard,
-        chat=ChatService(settings, stack.engine, stack.engine_model, stack.salter, stack.guard, stack.metrics),
+        chat=ChatService(
+            settings, stack.engine, stack.engine_model, stack.salter, stack.guard, stack.metrics, door=stack.door
+        ),
         engine_model=stack.engine_model,
+        door=stack.door,
         planning_gateway=PlanningGateway(
-            stack.planner, stack.salter, stack.metrics, stack.engine.slots, stack.demonstrations
+            stack.planner, stack.salter, stack.metrics, stack.engine.slots, stack.demonstrations, door=stack.door
         ),
         embeddings=stack.embeddings,
         demonstrations=stack.demonstrations,
@@ -153,10 +158,15 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
             )
             services.steering_gateway = SteeringGateway(stack.run_service(), services.planning())
             wire_toolsets(services, stack)
+            # What start-up built lives as long as the gateway: out of the cyclic GC's sight, so that a large
+            # request's allocations do not set off full collections of it (100-260 ms of the event loop each,
+            # measured under load here); unfrozen at shutdown (tests run many gateways in one process).
+            gc.freeze()
             try:
                 async with upkeep(stack.run_service()):  # takeover, approval expiry, retention purge
                     yield
             finally:
+                gc.unfreeze()
                 services.run_gateway = services.steering_gateway = None
                 services.toolset_service = services.run_tools_service = services.tool_output_gateway = None
                 services.planning().run_tools = None
@@ -167,7 +177,7 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
     services = init_app_state(app.state, stack)
     routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
     tool_routes = (toolsets_route, tool_outputs_route)
-    steering_routes = (approvals_route, escalations_route)
+    steering_routes = (approvals_route, escalations_route, webhooks_route)
     memory_routes = (feedback_route, demonstrations_route)
     for module in (*routes, *tool_routes, *steering_routes, *memory_routes, health_route, metrics_route):
         app.include_router(module.router)

@@ -44,10 +44,13 @@ def admission() -> Admission | None:
 
 
 class UpstreamSlots:
-    def __init__(self, limit: int, per_tenant: int, metrics: GatewayMetrics | None = None) -> None:
+    def __init__(
+        self, limit: int, per_tenant: int, metrics: GatewayMetrics | None = None, *, what: str = "to the engine"
+    ) -> None:
         self.limit = limit
         self.per_tenant = min(per_tenant, limit)
         self._metrics = metrics
+        self._what = what  # what the slots are for, in the 429's message
         self._in_flight = 0
         self._by_tenant: Counter[str] = Counter()
         self._waiters: list[asyncio.Future[None]] = []
@@ -74,7 +77,7 @@ class UpstreamSlots:
     def _reject(self, reason: str) -> RateLimitError:
         if self._metrics is not None:
             self._metrics.upstream_rejected.labels(reason).inc()
-        what = "to the engine" if reason == "global" else "to the engine for this tenant"
+        what = self._what if reason == "global" else f"{self._what} for this tenant"
         return RateLimitError(f"too many requests in flight {what}", retry_after_s=RETRY_AFTER_S)
 
     async def acquire(self, tenant: str | None, *, wait_s: float = 0.0) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.auth import Principal
+from serving.door import Door
 from serving.errors import (
     InvalidRequestError,
     ModelNotFoundError,
@@ -66,6 +67,8 @@ class ChatService:
         guard: SchemaGuard,
         metrics: GatewayMetrics,
         tools: ToolCallService | None = None,
+        *,
+        door: Door | None = None,
     ) -> None:
         self._settings = settings
         self._engine = engine
@@ -73,7 +76,7 @@ class ChatService:
         self._salter = salter
         self._guard = guard
         self._metrics = metrics
-        self.tools = tools or ToolCallService(settings.toolcalls, guard)
+        self.tools = tools or ToolCallService(settings.toolcalls, guard, door=door)
 
     def check_model(self, model: str) -> None:
         if model != self.engine_model:
@@ -124,12 +127,11 @@ class ChatService:
         self._check_extras(request.extras())
         if len(request.messages) > limits.max_messages:
             raise InvalidRequestError(f"at most {limits.max_messages} messages per request", param="messages")
-        if request.prompt_chars() > limits.max_prompt_chars:
-            tools_chars = request.prompt_chars() - request.prompt_chars(include_tools=False)
+        limit = limits.max_prompt_chars
+        if request.prompt_chars(limit=limit) > limit:  # counted no further than just past the limit
             raise InvalidRequestError(
-                f"the messages and tools hold {request.prompt_chars()} characters; "
-                f"the limit is {limits.max_prompt_chars}",
-                param="tools" if tools_chars > limits.max_prompt_chars // 2 else "messages",
+                f"the messages and tools hold more than {limit} characters; the limit is {limit}",
+                param="tools" if request.tools_chars(limit // 2) > limit // 2 else "messages",
                 code="context_length_exceeded",
             )
         self._check_tokens(request.requested_tokens())

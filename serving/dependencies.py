@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from serving.auth import ApiKeyAuth, Principal
 from serving.chat import ChatService
 from serving.demonstrations import DemonstrationService
+from serving.door import Door
+from serving.door.bodies import decode_json, parse_model
 from serving.embeddings import EmbeddingService
-from serving.errors import EngineUnavailableError, InvalidRequestError, PayloadTooLargeError
+from serving.errors import EngineUnavailableError, PayloadTooLargeError
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.plans.service import PlanningGateway
@@ -41,6 +42,7 @@ class Services:
     guard: SchemaGuard
     chat: ChatService
     engine_model: str
+    door: Door
     planning_gateway: PlanningGateway | None = None
     run_gateway: RunGateway | None = None
     embeddings: EmbeddingService | None = None
@@ -96,13 +98,6 @@ async def principal(request: Request) -> Principal:
     return services(request).auth.authenticate(request.headers.get("authorization"))
 
 
-async def read_optional_json(request: Request, limit: int) -> Any:
-    """Like `read_json`, but a request without a body is `{}` (POST actions whose fields are optional)."""
-    if request.headers.get("content-length", "0") == "0" and "transfer-encoding" not in request.headers:
-        return {}
-    return await read_json(request, limit)
-
-
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, read with a hard size cap (Content-Length is not trusted alone)."""
     declared = request.headers.get("content-length")
@@ -119,26 +114,21 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 async def read_json(request: Request, limit: int) -> Any:
-    """The request body as JSON, read with a hard size cap."""
-    body = await read_body(request, limit)
-    try:
-        return json.loads(body)
-    except UnicodeDecodeError as exc:
-        raise InvalidRequestError("the request body is not valid UTF-8", code="invalid_json") from exc
-    except ValueError as exc:
-        raise InvalidRequestError(f"the request body is not valid JSON: {exc}", code="invalid_json") from exc
-    except RecursionError as exc:
-        raise InvalidRequestError("the request body nests too deeply", code="invalid_json") from exc
+    """The request body as JSON, read with a hard size cap (decoded on the event loop: for bodies a
+    route validates into a model, `read_model` is the door's bounded way)."""
+    return decode_json(await read_body(request, limit))
 
 
-def parse_model(model: type[ModelT], data: Any) -> ModelT:
-    """Validate a JSON body; the first problem becomes an OpenAI error naming the parameter."""
-    if not isinstance(data, dict):
-        raise InvalidRequestError("the request body must be a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        param = ".".join(str(part) for part in first["loc"]) or None
-        message = f"{param}: {first['msg']}" if param else first["msg"]
-        raise InvalidRequestError(message, param=param, code="invalid_value") from exc
+async def read_model(request: Request, model: type[ModelT], who: Principal, *, optional: bool = False) -> ModelT:
+    """THE way a route reads its JSON body: read with a hard size cap, then decoded and validated into
+    `model` by the door (on the event loop when small, else in a worker on the tenant's share).
+    `optional`: a request without a body is `{}` (POST actions whose fields are all optional)."""
+    svc = services(request)
+    if optional and request.headers.get("content-length", "0") == "0" and "transfer-encoding" not in request.headers:
+        body = b"{}"
+    else:
+        body = await read_body(request, svc.settings.gateway.max_body_bytes)
+    return await svc.door.parse(model, body, tenant=who.tenant)
+
+
+__all__ = ["Services", "parse_model", "principal", "read_body", "read_json", "read_model", "services"]

@@ -2,7 +2,10 @@
 
 Embedding is CPU work a client controls the size of, so it never runs on the event loop: one worker
 thread runs the requests in turn, at most `embeddings.max_pending` are admitted at once (waiting or
-running; past it 429 + Retry-After), and each is bounded in inputs and characters before it is queued.
+running; past it 429 + Retry-After) and at most `embeddings.max_pending_per_tenant` of one tenant, on
+the same `UpstreamSlots` as a tenant's demonstration imports (which embed every request they store):
+one tenant's flood cannot keep another's embeddings out. Each request is bounded in inputs and
+characters before it is queued.
 """
 
 from __future__ import annotations
@@ -17,17 +20,23 @@ import numpy as np
 from retrieval.config import RetrievalConfig
 from retrieval.embedder import Embedder, SentenceTransformerEmbedder
 from retrieval.errors import RetrievalError
-from serving.errors import EngineUnavailableError, InvalidRequestError, ModelNotFoundError, RateLimitError
+from serving.backpressure import UpstreamSlots
+from serving.errors import EngineUnavailableError, InvalidRequestError, ModelNotFoundError
 from serving.protocol import EmbeddingRequest
 from serving.settings import EmbeddingSettings
 
 
+def embedding_slots(settings: EmbeddingSettings) -> UpstreamSlots:
+    """The tenants' shares of the embedding model: /v1/embeddings and demonstration imports alike."""
+    return UpstreamSlots(settings.max_pending, settings.max_pending_per_tenant, what="to the embedding model")
+
+
 class EmbeddingService:
-    def __init__(self, settings: EmbeddingSettings, embedder: Embedder) -> None:
+    def __init__(self, settings: EmbeddingSettings, embedder: Embedder, slots: UpstreamSlots | None = None) -> None:
         self.settings = settings
         self._embedder = embedder
         self._executor: ThreadPoolExecutor | None = None
-        self._pending = 0
+        self.slots = slots or embedding_slots(settings)
         self._dim: int | None = None  # known after the first request (loading the model is not loop work)
 
     @classmethod
@@ -63,20 +72,16 @@ class EmbeddingService:
             )
         return texts
 
-    async def embed(self, request: EmbeddingRequest) -> dict[str, Any]:
+    async def embed(self, request: EmbeddingRequest, *, tenant: str | None = None) -> dict[str, Any]:
         texts = self.check(request)
         if self._dim is not None:
             self._check_dimensions(request, self._dim)
-        if self._pending >= self.settings.max_pending:
-            raise RateLimitError("too many embedding requests at once", retry_after_s=1)
-        self._pending += 1
         try:
-            loop = asyncio.get_running_loop()
-            vectors, tokens = await loop.run_in_executor(self._worker(), self._run, texts)
+            async with self.slots.held(tenant):  # 429 at once past the tenant's share or the total
+                loop = asyncio.get_running_loop()
+                vectors, tokens = await loop.run_in_executor(self._worker(), self._run, texts)
         except RetrievalError as exc:
             raise EngineUnavailableError("the embedding model is not available", retry_after_s=30) from exc
-        finally:
-            self._pending -= 1
         self._dim = int(vectors.shape[1])
         self._check_dimensions(request, self._dim)
         data = [

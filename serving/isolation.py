@@ -10,6 +10,11 @@ gateway always sets it itself (a client's own salt is rejected or dropped, by co
   conversation of one tenant; without the header it behaves like `request`.
 - `tenant` (default): HMAC(secret, tenant). Reuse within one tenant, e.g. the long planner system
   prompt and tool catalog, never across tenants.
+
+The same secret derives each tenant's webhook signing key, under its own label
+(`webhook_signing_key`): a tenant is given its key to verify its webhooks, and since every derived
+value is an HMAC of a different message, that key tells it nothing about another tenant's key or
+about any salt.
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ def server_secret(settings: Settings) -> bytes:
     if settings.secret is not None:
         return settings.secret.get_secret_value().encode()
     return load_or_create_secret(settings.home / "secret")
+
+
+def webhook_signing_key(secret: bytes, tenant: str) -> bytes:
+    """The key `tenant`'s webhooks are signed with: HMAC(secret, "webhook-signing" · tenant), for that use only."""
+    return hmac.new(secret, "\x1f".join(("webhook-signing", tenant)).encode(), hashlib.sha256).digest()
 
 
 class CacheSalter:

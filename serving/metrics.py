@@ -4,6 +4,10 @@ Per-tool series are labelled by `source` (`builtin`, `model`, a toolset's name) 
 are the tenants' own, so their labels are bounded (`BoundedLabels`): the first `tools.metrics_max_sources`
 sources and, per source, the first `tools.metrics_max_tools_per_source` tools keep their names; later
 ones are counted as `other`.
+
+Series name a tenant only when `tenant_labels` is on, which the gateway does only when /metrics is
+protected by `gateway.metrics_token`: an open /metrics would list every tenant's ids and activity to
+anyone who can reach it. Without the labels those series count all tenants together.
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ class BoundedLabels:
 
 
 class GatewayMetrics:
-    def __init__(self) -> None:
+    def __init__(self, *, tenant_labels: bool = False) -> None:
+        self.tenant_labels = tenant_labels
+        per_tenant = ["tenant"] if tenant_labels else []
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "planstack_requests_total", "HTTP requests answered", ["route", "status"], registry=self.registry
@@ -85,11 +91,18 @@ class GatewayMetrics:
         self.plan_cache = Counter(
             "planstack_plan_cache_total", "Plan cache lookups", ["outcome"], registry=self.registry
         )
+        self.door_checks = Counter(
+            "planstack_door_checks_total",
+            "Request checks at the door: inline (on the event loop), pool (in a worker), busy (429), timeout (503), "
+            "crashed; catalog_hit / catalog_miss (client tool catalogs)",
+            ["outcome"],
+            registry=self.registry,
+        )
 
         self.approvals = Counter(
             "planstack_approval_decisions_total",
             "Decisions on runs awaiting approval (expired: nobody decided in time)",
-            ["tenant", "verdict"],
+            [*per_tenant, "verdict"],
             registry=self.registry,
         )
         self.approval_wait = Histogram(
@@ -99,10 +112,13 @@ class GatewayMetrics:
             registry=self.registry,
         )
         self.escalations = Counter(
-            "planstack_escalations_total", "Runs escalated to a person", ["tenant", "reason"], registry=self.registry
+            "planstack_escalations_total", "Runs escalated to a person", [*per_tenant, "reason"], registry=self.registry
         )
         self.escalation_actions = Counter(
-            "planstack_escalation_actions_total", "Escalations handled", ["tenant", "action"], registry=self.registry
+            "planstack_escalation_actions_total",
+            "Escalations handled",
+            [*per_tenant, "action"],
+            registry=self.registry,
         )
         self.webhooks = Counter(
             "planstack_webhook_deliveries_total",
@@ -177,15 +193,18 @@ class GatewayMetrics:
         for reason, count in counts.items():
             self.runs_waiting_gauge.labels(reason).set(count)
 
+    def _tenant(self, tenant: str) -> tuple[str, ...]:
+        return (tenant,) if self.tenant_labels else ()
+
     def approval_decided(self, tenant: str, verdict: str, waited_s: float) -> None:
-        self.approvals.labels(tenant, verdict).inc()
+        self.approvals.labels(*self._tenant(tenant), verdict).inc()
         self.approval_wait.observe(waited_s)
 
     def escalated(self, tenant: str, reason: str) -> None:
-        self.escalations.labels(tenant, reason).inc()
+        self.escalations.labels(*self._tenant(tenant), reason).inc()
 
     def escalation_handled(self, tenant: str, action: str) -> None:
-        self.escalation_actions.labels(tenant, action).inc()
+        self.escalation_actions.labels(*self._tenant(tenant), action).inc()
 
     def webhook_delivery(self, outcome: str) -> None:
         self.webhooks.labels(outcome).inc()

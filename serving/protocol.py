@@ -13,13 +13,29 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
+    model_validator,
 )
+
+from contract.plan import count_first
+
+MAX_TOOLS = 128
+MAX_MESSAGES = 4096  # a hard cap above any sensible gateway.max_messages (checked after parsing)
+MAX_INPUTS = 4096  # embeddings.max_inputs is at most this
+MAX_PROMPT_ITEMS = 65_536  # texts or token ids of a legacy completion
+
+
+def at_most(limit: int) -> BeforeValidator:
+    """A list refused as soon as it is longer than `limit`, before any of its items is validated (pydantic
+    checks `max_length` after validating them all, with one error per bad item: 250,000 of them for a
+    list of zeros)."""
+    return BeforeValidator(lambda value: count_first(value, limit))
 
 
 class _Public(BaseModel):
@@ -27,6 +43,15 @@ class _Public(BaseModel):
 
     def extras(self) -> list[str]:
         return sorted((self.model_extra or {}).keys())
+
+    @model_validator(mode="after")
+    def _forget_extra_values(self) -> Any:
+        """Only the names of unknown fields are kept (to log them, and to refuse a client `cache_salt`):
+        their values are never used, so a megabyte of them is not carried along (nor pickled back from
+        a door worker)."""
+        if self.__pydantic_extra__:
+            self.__pydantic_extra__ = dict.fromkeys(self.__pydantic_extra__)
+        return self
 
     @model_serializer(mode="wrap")
     def _declared_fields_only(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -40,6 +65,30 @@ class _Public(BaseModel):
 
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_length(value: Any, limit: int | None = None) -> int:
+    """`len(_compact(value))`, counted iteratively and only up to just past `limit` (when given): a
+    client's megabyte of tool definitions is not serialised to learn that it is over a 32k limit."""
+    if limit is None:
+        return len(_compact(value))
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        node = stack.pop()
+        if isinstance(node, dict):
+            total += 1 + max(1, len(node))  # braces and commas
+            for key, child in node.items():
+                total += len(_compact(str(key))) + 1
+                stack.append(child)
+                if total > limit:
+                    break
+        elif isinstance(node, list):
+            total += 1 + max(1, len(node))
+            stack.extend(node[: limit - total + 1])
+        else:
+            total += len(_compact(node))
+    return total
 
 
 def _at_most_8_stops(value: str | list[str] | None) -> str | list[str] | None:
@@ -61,7 +110,7 @@ class ChatMessage(_Public):
     content: str | list[TextPart] | None = None
     name: str | None = Field(None, max_length=64)
     tool_call_id: str | None = Field(None, max_length=128)
-    tool_calls: list[dict[str, JsonValue]] | None = Field(None, max_length=64)
+    tool_calls: Annotated[list[dict[str, JsonValue]] | None, at_most(64)] = Field(None, max_length=64)
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -77,8 +126,8 @@ class ChatMessage(_Public):
             return sum(len(part.text) for part in self.content)
         return 0
 
-    def tool_calls_length(self) -> int:
-        return len(_compact(self.tool_calls)) if self.tool_calls else 0
+    def tool_calls_length(self, limit: int | None = None) -> int:
+        return compact_length(self.tool_calls, limit) if self.tool_calls else 0
 
 
 class JsonSchemaFormat(_Public):
@@ -101,7 +150,7 @@ class ChatCompletionRequest(_Public):
     """POST /v1/chat/completions."""
 
     model: str = Field(min_length=1, max_length=128)
-    messages: list[ChatMessage] = Field(min_length=1)
+    messages: Annotated[list[ChatMessage], at_most(MAX_MESSAGES)] = Field(min_length=1, max_length=MAX_MESSAGES)
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
@@ -120,7 +169,7 @@ class ChatCompletionRequest(_Public):
     logprobs: bool | None = None
     top_logprobs: int | None = Field(None, ge=0, le=20)
     response_format: ResponseFormat | None = None
-    tools: list[dict[str, JsonValue]] | None = Field(None, max_length=128)
+    tools: Annotated[list[dict[str, JsonValue]] | None, at_most(MAX_TOOLS)] = Field(None, max_length=MAX_TOOLS)
     tool_choice: str | dict[str, JsonValue] | None = None
     parallel_tool_calls: bool | None = None
     user: str | None = Field(None, max_length=256)
@@ -128,10 +177,14 @@ class ChatCompletionRequest(_Public):
         None, max_length=64, description="The `planner` model only: plan over these toolsets too (never sent on)."
     )
 
-    def prompt_chars(self, *, include_tools: bool = True) -> int:
-        """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`."""
-        tools = len(_compact(self.tools)) if self.tools and include_tools else 0
-        return tools + sum(message.text_length() + message.tool_calls_length() for message in self.messages)
+    def prompt_chars(self, *, include_tools: bool = True, limit: int | None = None) -> int:
+        """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`
+        (with `limit`, counted no further than just past it)."""
+        tools = self.tools_chars(limit) if include_tools else 0
+        return tools + sum(message.text_length() + message.tool_calls_length(limit) for message in self.messages)
+
+    def tools_chars(self, limit: int | None = None) -> int:
+        return compact_length(self.tools, limit) if self.tools else 0
 
     def uses_tools(self) -> bool:
         """Tools offered with a tool_choice that lets the model call them (the gateway decodes the calls)."""
@@ -161,7 +214,7 @@ class CompletionRequest(_Public):
     """POST /v1/completions (legacy text completions), relayed to the engine."""
 
     model: str = Field(min_length=1, max_length=128)
-    prompt: str | list[str] | PromptTokens | list[PromptTokens] = Field(
+    prompt: Annotated[str | list[str] | PromptTokens | list[PromptTokens], at_most(MAX_PROMPT_ITEMS)] = Field(
         description="A text, a list of texts (at most 16), or token ids (a list, or up to 16 lists)."
     )
     suffix: str | None = Field(None, max_length=4000)
@@ -206,7 +259,9 @@ class EmbeddingRequest(_Public):
     """POST /v1/embeddings."""
 
     model: str = Field(min_length=1, max_length=128)
-    input: str | list[str] = Field(description="A text or a list of texts (token-id inputs are not accepted).")
+    input: Annotated[str | list[str], at_most(MAX_INPUTS)] = Field(
+        description="A text or a list of texts (token-id inputs are not accepted)."
+    )
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(None, ge=1, description="Only the model's own dimension is accepted.")
     user: str | None = Field(None, max_length=256)

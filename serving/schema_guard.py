@@ -25,8 +25,11 @@ The worker compiles exactly the text the engine will compile (`json.dumps` of th
 client's order: property order is generation order, so a sorted copy is another grammar).
 
 The worker can die (killed, out of memory): the request whose compile it was running gets a 503
-`schema_check_unavailable` (retryable, never cached as a verdict), and the next check starts a
-fresh worker. Compiles run one at a time; at most `max_waiting` requests wait for one (at most
+`schema_check_unavailable` (retryable, never cached as a verdict), and the next check uses the warm
+spare (or starts a fresh worker). Only verdicts that do not depend on the load are remembered: a
+compile that ran out of time without having had its whole budget of CPU (a busy machine) answers
+503 and is tried again next time; one that burned its budget is a cached 400 like any other.
+Compiles run one at a time; at most `max_waiting` requests wait for one (at most
 `max_waiting_per_tenant` of one tenant), the rest get a 429 with Retry-After at once. A cached
 verdict never waits.
 """
@@ -39,9 +42,11 @@ import json
 import logging
 import math
 import multiprocessing
+import os
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -54,6 +59,7 @@ from serving.settings import SchemaGuardSettings, StructuredBackend
 logger = logging.getLogger("planstack.schema_guard")
 
 WORKER_START_TIMEOUT_S = 120.0
+WALL_FACTOR = 3.0  # a compile starved of CPU is given up after this many times its CPU budget in wall time
 ENGINE_INDEX_CACHE = 128  # vLLM's outlines index LRU (vllm/v1/structured_output/utils.py)
 MIB = 2**20
 
@@ -141,27 +147,55 @@ def _worker_main(conn: Connection, model_dir: str, backend: str) -> None:  # pra
             conn.send(("error", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500], 0))
 
 
-class CompileWorker:
-    """A killable child process that compiles schemas like the engine's backend does. One compile at
-    a time (a thread lock: a caller that gave up cannot interleave with the next one on the pipe); a
-    dead worker is replaced on the next call."""
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) process `pid` has used, from /proc (None where that cannot be read)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
-    def __init__(self, model_dir: Path, backend: StructuredBackend) -> None:
+
+class CompileWorker:
+    """A killable child process that compiles schemas like the engine's backend does, and a warm spare.
+
+    One compile at a time (a thread lock: a caller that gave up cannot interleave with the next one on
+    the pipe). A compile over its budget kills the worker; the spare, started in the background after
+    the first worker (loading the vocabulary took 6–52 s here), takes its place at once, so the next
+    request — often another tenant's — never waits for a restart under the lock, and a new spare
+    starts behind it. The budget is CPU time of the worker (read from /proc): `timeout` when the
+    compile has used it all (the schema is too slow whatever the load), `timeout_busy` when
+    WALL_FACTOR times the budget passed before it could (the machine was busy: a verdict that must
+    not be remembered)."""
+
+    def __init__(
+        self, model_dir: Path, backend: StructuredBackend, *, target: Callable[..., None] | None = None
+    ) -> None:
         self._model_dir = model_dir
         self._backend = backend
+        self._target = target or _worker_main
         self._proc: BaseProcess | None = None
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        self._spare: tuple[BaseProcess, Connection] | None = None
+        self._spare_lock = threading.Lock()
+        self._spare_starting = False
+        self._closed = False
 
     @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
 
-    def _start(self) -> Connection:
+    @property
+    def spare_pid(self) -> int | None:
+        with self._spare_lock:
+            return None if self._spare is None else self._spare[0].pid
+
+    def _spawn(self) -> tuple[BaseProcess, Connection]:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         proc = context.Process(
-            target=_worker_main, args=(child, str(self._model_dir), self._backend), daemon=True,
+            target=self._target, args=(child, str(self._model_dir), self._backend), daemon=True,
             name="planstack-schema-compile",
         )  # fmt: skip
         proc.start()
@@ -176,12 +210,45 @@ class CompileWorker:
             proc.join(timeout=5)
             parent.close()
             raise RuntimeError(f"the schema compile worker failed to start: {status} {message}".strip())
-        self._proc, self._conn = proc, parent
-        return parent
+        return proc, parent
+
+    def _start(self) -> Connection:
+        """The spare when one is ready, else a fresh worker (blocking); then a new spare is prepared."""
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare[0].is_alive():
+            self._proc, self._conn = spare
+        else:
+            if spare is not None:
+                spare[0].kill()
+            self._proc, self._conn = self._spawn()
+        self._prepare_spare()
+        return self._conn
+
+    def _prepare_spare(self) -> None:
+        """Start the spare in a background thread (once at a time), never under the compile lock."""
+        with self._spare_lock:
+            if self._closed or self._spare is not None or self._spare_starting:
+                return
+            self._spare_starting = True
+        threading.Thread(target=self._start_spare, name="planstack-schema-spare", daemon=True).start()
+
+    def _start_spare(self) -> None:
+        try:
+            spare: tuple[BaseProcess, Connection] | None = self._spawn()
+        except RuntimeError as exc:
+            logger.warning("the spare schema compile worker did not start: %s", exc)
+            spare = None
+        with self._spare_lock:
+            self._spare_starting = False
+            if spare is not None and (self._closed or self._spare is not None):
+                spare[0].kill()
+            elif spare is not None:
+                self._spare = spare
 
     def compile(self, text: str, timeout_s: float) -> tuple[str, float, str, int]:
-        """("ok" | "error" | "timeout" | "crashed", seconds, message, index bytes). Blocking: call it from
-        a thread."""
+        """("ok" | "error" | "timeout" | "timeout_busy" | "crashed", seconds, message, index bytes).
+        Blocking: call it from a thread."""
         with self._lock:
             started = time.perf_counter()
             if self._proc is not None and not self._proc.is_alive():
@@ -191,17 +258,44 @@ class CompileWorker:
                 conn = self._conn or self._start()
             except RuntimeError as exc:
                 return "crashed", time.perf_counter() - started, str(exc), 0
+            pid = self._proc.pid if self._proc is not None else None
+            cpu_before = cpu_seconds(pid) if pid else None
             try:
                 conn.send(text)
-                if conn.poll(timeout_s):
-                    status, seconds, message, size = conn.recv()
-                    return status, seconds, message, size
+                status = self._wait(conn, pid, cpu_before, timeout_s)
+                if status is None:
+                    status_, seconds, message, size = conn.recv()
+                    return status_, seconds, message, size
             except (EOFError, OSError) as exc:  # the worker died under this compile
                 logger.warning("the schema compile worker died during a compile (%s)", type(exc).__name__)
                 self._reset()
+                self._prepare_spare()
                 return "crashed", time.perf_counter() - started, "the compile worker stopped", 0
+            used = (cpu_seconds(pid) or 0.0) - (cpu_before or 0.0) if pid else 0.0
             self._reset()  # the compile is still running: kill it rather than let it eat the CPU
-            return "timeout", time.perf_counter() - started, "", 0
+            self._prepare_spare()
+            return status, time.perf_counter() - started, f"{used:.2f} s of CPU", 0
+
+    @staticmethod
+    def _wait(conn: Connection, pid: int | None, cpu_before: float | None, budget_s: float) -> str | None:
+        """None when the answer is ready; "timeout" once the worker has used `budget_s` of CPU on this
+        compile (the schema's own cost, whatever the load); "timeout_busy" when WALL_FACTOR times the
+        budget has passed without it having had that much CPU (a busy machine). Without /proc the
+        budget is wall time, as the engine's own timeout is."""
+        started = time.monotonic()
+        while True:
+            if conn.poll(0.1):
+                return None
+            elapsed = time.monotonic() - started
+            now = cpu_seconds(pid) if pid and cpu_before is not None else None
+            if now is None:
+                if elapsed >= budget_s:
+                    return "timeout"
+                continue
+            if now - (cpu_before or 0.0) >= budget_s:
+                return "timeout"
+            if elapsed >= budget_s * WALL_FACTOR:
+                return "timeout_busy"
 
     def _reset(self) -> None:
         if self._proc is not None:
@@ -212,6 +306,13 @@ class CompileWorker:
         self._proc, self._conn = None, None
 
     def close(self) -> None:
+        with self._spare_lock:
+            self._closed = True
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare[0].kill()
+            spare[0].join(timeout=5)
+            spare[1].close()
         with self._lock:
             self._reset()
 
@@ -330,6 +431,12 @@ class SchemaGuard:
             raise SchemaCheckUnavailableError(
                 "the schema compile check is unavailable (its worker stopped and is being restarted); retry",
                 retry_after_s=1,
+            )
+        if status == "timeout_busy":  # the worker did not get its budget of CPU: the load's verdict, not the schema's
+            raise SchemaCheckUnavailableError(
+                f"the schema's compile check could not finish while the machine was busy ({message} of its "
+                f"{budget:g} s budget); retry",
+                retry_after_s=max(1, math.ceil(budget)),
             )
         if status == "ok" and size > self._settings.max_index_mib * MIB:
             verdict = (

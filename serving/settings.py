@@ -131,6 +131,38 @@ class GatewaySettings(_Section):
         description="How long a run's re-planning (no client waiting on it) may wait for a free engine slot "
         "before the run fails with `replan_failed`; client requests get their 429 at once.",
     )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="Bearer token GET /metrics requires (env PLANSTACK_GATEWAY__METRICS_TOKEN); then series carry "
+        "tenant labels. Unset: /metrics is open and no series names a tenant.",
+    )
+
+
+class DoorSettings(_Section):
+    """Checks at the door (serving/door): what is too expensive for the event loop runs in worker processes,
+    a fair share per tenant, within a deadline."""
+
+    workers: int = Field(2, ge=1, le=64, description="Worker processes for the request checks (started on first use).")
+    kind: Literal["process", "thread"] = Field(
+        "process",
+        description="`process` (killable, at lower CPU priority: /health p99 36 ms, worst 57 ms while 4 catalogs of "
+        "710 KB were validated on 2 cores) or `thread` (no start-up, but the checks hold the GIL: p99 490 ms, "
+        "worst 522 ms); benchmarks/results/door_pool.md.",
+    )
+    per_tenant: int = Field(1, ge=1, description="Checks of one tenant running at once; its others queue behind.")
+    max_waiting: int = Field(64, ge=1, description="Checks waiting for a worker at once; past it 429 + Retry-After.")
+    max_waiting_per_tenant: int = Field(8, ge=1, description="Of those, at most this many of one tenant.")
+    deadline_s: float = Field(
+        10.0, gt=0, description="Waiting and checking together; past it 503 + Retry-After and the worker is killed."
+    )
+    inline_bytes: int = Field(
+        65_536, ge=0, description="Request bodies up to this size are decoded on the event loop (about 1-4 ms)."
+    )
+    nice: int = Field(10, ge=0, le=19, description="CPU niceness of the worker processes.")
+    catalog_cache_size: int = Field(
+        256, ge=0, description="Verdicts on client tool catalogs kept (per tenant and content)."
+    )
+    catalog_cache_mib: int = Field(64, ge=1, description="Most MiB of tool definitions those verdicts hold.")
 
 
 class IsolationSettings(_Section):
@@ -152,7 +184,11 @@ class SchemaGuardSettings(_Section):
         "worker process first (as the engine would) and reject it when it does not compile in time.",
     )
     compile_timeout_s: float = Field(
-        4.0, gt=0, description="Budget for the pre-check compile; a schema over it fails with a 400."
+        4.0,
+        gt=0,
+        description="Budget for the pre-check compile, in CPU seconds of the compile worker; a schema over it "
+        "fails with a 400 (remembered). A compile starved of CPU is given up after 3x the budget in wall time "
+        "with a 503 (not remembered).",
     )
     max_schema_bytes: int = Field(32_768, gt=0, description="Largest serialised client schema.")
     max_depth: int = Field(12, gt=0, description="Deepest nesting of a client schema.")
@@ -214,6 +250,12 @@ class EmbeddingSettings(_Section):
     max_pending: int = Field(
         8, ge=1, description="Embedding requests waiting or running at once; past it clients get 429 + Retry-After."
     )
+    max_pending_per_tenant: int = Field(
+        4,
+        ge=1,
+        description="Of those, the most one tenant may hold (its /v1/embeddings and demonstration imports alike); "
+        "past it that tenant gets 429 while the others still find room.",
+    )
 
 
 class UiSettings(_Section):
@@ -258,6 +300,7 @@ class Settings(BaseSettings):
     isolation: IsolationSettings = Field(default_factory=IsolationSettings)  # type: ignore[arg-type]
     schema_guard: SchemaGuardSettings = Field(default_factory=SchemaGuardSettings)  # type: ignore[arg-type]
     toolcalls: ToolCallSettings = Field(default_factory=ToolCallSettings)  # type: ignore[arg-type]
+    door: DoorSettings = Field(default_factory=DoorSettings)  # type: ignore[arg-type]
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     executors: ExecutorConfig = Field(default_factory=ExecutorConfig)
@@ -313,6 +356,8 @@ class Settings(BaseSettings):
         for key in ("api_keys", "secret"):
             if data.get(key) is not None:
                 data[key] = "********"
+        if data["gateway"].get("metrics_token") is not None:
+            data["gateway"]["metrics_token"] = "********"
         return data
 
 

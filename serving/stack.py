@@ -41,7 +41,8 @@ from retrieval.knowledge import KnowledgeBase
 from retrieval.memory import TenantMemory
 from serving.backpressure import UpstreamSlots
 from serving.demonstrations import DemonstrationService
-from serving.embeddings import EmbeddingService
+from serving.door import Door, DoorPool
+from serving.embeddings import EmbeddingService, embedding_slots
 from serving.engine.process import engine_api_key
 from serving.engine.profiles import load_profile
 from serving.engine_llm import EnginePlannerLLM
@@ -78,6 +79,7 @@ class Stack:
     embeddings: EmbeddingService | None  # /v1/embeddings (None when disabled), on the knowledge base's model
     demonstrations: DemonstrationService  # each tenant's memory (the planner searches it), feedback, import
     steps: ToolRegistry  # llm_generate / llm_extract on the served model (the reserved toolset `llm`)
+    door: Door  # the checks at the door: bounded, off the event loop, fair between tenants
     run_store_url: str | None = None  # a SQLite file or a store URL; None: the settings' `runs.store_url`
     resolver: Resolver | None = None  # how toolsets' host names resolve (tests); None: tools.hosts, then DNS
     store: RunStore | None = field(default=None, init=False)
@@ -123,6 +125,7 @@ class Stack:
         await self._resources.aclose()
         await asyncio.to_thread(self.demonstrations.memory.flush)
         self.guard.close()
+        self.door.close()
         if self.embeddings is not None:
             self.embeddings.close()
         await self.engine.close()
@@ -153,7 +156,7 @@ def build_stack(
     (the prepared weights) lets the schema guard pre-compile client schemas as the engine would;
     `registry` and `planner_llm` replace the demo tools and the engine-backed planner model, `resolver`
     the name resolution of toolsets' hosts (tests)."""
-    metrics = GatewayMetrics()
+    metrics = GatewayMetrics(tenant_labels=settings.gateway.metrics_token is not None)  # only behind the token
     metrics.bound_tool_labels(settings.tools.metrics_max_sources, settings.tools.metrics_max_tools_per_source)
     profile = load_profile(settings.engine.profile)
     model = engine_model or profile.served_model_name
@@ -170,6 +173,9 @@ def build_stack(
     )
     salter = CacheSalter(settings.isolation.scope, server_secret(settings))
     guard = SchemaGuard(settings.schema_guard, backend, metrics, worker)
+    door = Door(settings.door, DoorPool(settings.door, metrics))
+    embedding_shares = embedding_slots(settings.embeddings)  # /v1/embeddings and imports share them per tenant
+    embeddings = EmbeddingService(settings.embeddings, knowledge.embedder, embedding_shares)
     return Stack(
         settings=settings,
         metrics=metrics,
@@ -181,9 +187,10 @@ def build_stack(
         planner=planner,
         salter=salter,
         guard=guard,
-        embeddings=EmbeddingService(settings.embeddings, knowledge.embedder) if settings.embeddings.enabled else None,
-        demonstrations=DemonstrationService(memory, planner, settings.learning),
+        embeddings=embeddings if settings.embeddings.enabled else None,
+        demonstrations=DemonstrationService(memory, planner, settings.learning, door, embedding_shares),
         steps=step_registry(settings, llm, salter, engine, guard),
+        door=door,
         run_store_url=run_store_url,
         resolver=resolver,
     )

@@ -21,14 +21,19 @@ from executors.stores import RunStore
 from executors.webhooks import WebhookNotifier
 from serving.auth import Principal
 from serving.errors import InvalidRequestError, NotFoundError
+from serving.isolation import webhook_signing_key
 from serving.metrics import GatewayMetrics
 from serving.plans.service import PlanningGateway
 from serving.settings import Settings
 
 
 def steering_of(settings: Settings, store: RunStore, secret: bytes, metrics: GatewayMetrics) -> Steering:
-    """People in the loop, from settings: approvals, escalations, signed webhooks; counted in /metrics."""
-    notifier = WebhookNotifier(store, settings.webhooks, secret, on_outcome=metrics.webhook_delivery)
+    """People in the loop, from settings: approvals, escalations, webhooks signed with each tenant's own key
+    (derived from `secret`); counted in /metrics."""
+    def key(tenant: str) -> bytes:
+        return webhook_signing_key(secret, tenant)
+
+    notifier = WebhookNotifier(store, settings.webhooks, key, on_outcome=metrics.webhook_delivery)
     return Steering(approvals=settings.approvals, escalations=settings.escalations, notifier=notifier, observer=metrics)
 
 
@@ -93,7 +98,7 @@ class SteeringGateway:
         if action == "replan":
             if body.plan is None:
                 raise InvalidRequestError("re-planning an escalation needs the edited `plan`", param="plan")
-            self._planning.check_plan(body.plan)
+            await self._planning.check_plan(body.plan, who)
         await self.runs.reopen_escalation(who.tenant, run_id, action, self.decider(who, body.name), body.plan)
         view = await self.runs.get(who.tenant, run_id)
         if view is None:  # purged meanwhile

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from contract.plan import MAX_PLAN_NODES
+
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
@@ -69,7 +71,9 @@ class RunsConfig(BaseModel):
     max_stored_bytes_per_tenant: int = Field(
         default=256 * MIB, ge=KIB, description="Bytes of plans, results and events one tenant may keep; past it 429."
     )
-    max_plan_nodes: int = Field(default=64, ge=1, le=99, description="Nodes in one plan; past it 413.")
+    max_plan_nodes: int = Field(
+        default=64, ge=1, le=MAX_PLAN_NODES, description="Nodes in one plan; past it 413 (at most the plan's own cap)."
+    )
     max_plan_bytes: int = Field(default=64 * KIB, ge=KIB, description="Serialised size of one plan; past it 413.")
     max_node_output_bytes: int = Field(
         default=1 * MIB,

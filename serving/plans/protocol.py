@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from serving.protocol import MAX_TOOLS, at_most
+
 PLANNER_MODEL = "planner"
 
 
@@ -15,8 +17,8 @@ class PlanCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     request: str = Field(min_length=1, max_length=4000, description="What the user wants, in natural language.")
-    tools: list[dict[str, JsonValue]] | None = Field(
-        None, max_length=128, description="Plan over exactly these tools (OpenAI `tools` format)."
+    tools: Annotated[list[dict[str, JsonValue]] | None, at_most(MAX_TOOLS)] = Field(
+        None, max_length=MAX_TOOLS, description="Plan over exactly these tools (OpenAI `tools` format)."
     )
     toolsets: list[Annotated[str, Field(min_length=1, max_length=48)]] | None = Field(
         None, max_length=64, description="Plan over these toolsets too (names or ids; `builtin`, `llm`, `ask_user`)."

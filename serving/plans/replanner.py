@@ -6,6 +6,7 @@ from typing import Any
 
 from contract.plan import Plan
 from planner.service import PlannerService
+from planner.similarity import embedding_scope
 from serving.backpressure import UpstreamSlots
 from serving.isolation import CacheSalter
 
@@ -34,6 +35,7 @@ class TenantReplanner:
     ) -> Plan:
         salt = self._salter.salt(tenant)
         async with self._slots.admitted(tenant, wait_s=self._slot_wait_s):
-            return await self._planner.replan(
-                request, failure_summary, completed, tenant=tenant, cache_salt=salt, tools=tools
-            )
+            with embedding_scope(tenant):
+                return await self._planner.replan(
+                    request, failure_summary, completed, tenant=tenant, cache_salt=salt, tools=tools
+                )

@@ -10,9 +10,11 @@ from typing import Any
 from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.service import PlannerService, PlanResult
+from planner.similarity import embedding_scope
 from serving.auth import Principal
 from serving.backpressure import UpstreamSlots
 from serving.demonstrations import DemonstrationService
+from serving.door import Door
 from serving.errors import InvalidRequestError
 from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
@@ -29,6 +31,7 @@ class PlanningGateway:
         metrics: GatewayMetrics,
         slots: UpstreamSlots,
         demonstrations: DemonstrationService | None = None,
+        door: Door | None = None,
         run_tools: RunToolsService | None = None,
     ) -> None:
         self.planner = planner
@@ -37,13 +40,19 @@ class PlanningGateway:
         self._metrics = metrics
         self._slots = slots
         self._demonstrations = demonstrations  # keeps each answer under its plan id, for feedback
+        self.door = door
 
     async def plan(
         self, request: str, who: Principal, session: str | None, tools: list[dict[str, Any]] | None = None
     ) -> PlanResult:
         salt = self._salter.salt(who.tenant, session)
+        # the client's tools checked at the door (bounded, off the loop, once per content) before any slot
+        catalog = None if tools is None or self.door is None else await self.door.catalog(tools, tenant=who.tenant)
         async with self._slots.admitted(who.tenant):  # a client waits: no free slot is a 429 at once
-            result = await self.planner.plan(request, tenant=who.tenant, cache_salt=salt, tools=tools)
+            with embedding_scope(who.tenant):  # cached vectors (and their timing) stay the tenant's
+                result = await self.planner.plan(
+                    request, tenant=who.tenant, cache_salt=salt, tools=catalog if catalog is not None else tools
+                )
         self._metrics.plan_cache.labels("hit" if result.path == "cache" else "miss").inc()
         self._metrics.plans.labels(result.path).inc()
         if self._demonstrations is not None:
@@ -62,13 +71,22 @@ class PlanningGateway:
         resolved = await self.run_tools.resolve(who.tenant, toolsets)
         return resolved.catalog + list(tools or [])
 
-    def check_plan(self, plan: Plan, tools: list[dict[str, Any]] | None = None) -> None:
-        """A client-given plan must pass the same validation layers as a planned one (over `tools`, a run's
-        own catalog, when given)."""
-        catalog = self.planner.catalog if tools is None else ToolCatalog.from_openai(tools)
-        report = self.planner.validator(catalog).validate(plan)
-        if not report.ok:
-            raise InvalidRequestError(f"the plan is invalid: {report.error}", param="plan")
+    async def check_plan(self, plan: Plan, who: Principal, tools: list[dict[str, Any]] | None = None) -> None:
+        """A client-given plan must pass the same validation layers as a planned one, over `tools` (a run's
+        own catalog) when given: the catalog checked at the door (once per content and tenant), a large
+        plan validated in a door worker on the tenant's share."""
+        catalog = self.planner.catalog
+        if tools is not None and self.door is not None:
+            catalog = await self.door.catalog(tools, tenant=who.tenant)
+        elif tools is not None:
+            catalog = ToolCatalog.from_openai(tools)
+        validator = self.planner.validator(catalog)
+        if self.door is None:
+            problem = None if (report := validator.validate(plan)).ok else str(report.error)
+        else:
+            problem = await self.door.plan_problem(validator, plan, tenant=who.tenant)
+        if problem is not None:
+            raise InvalidRequestError(f"the plan is invalid: {problem}", param="plan")
 
     async def chat(self, body: ChatCompletionRequest, who: Principal, session: str | None) -> dict[str, Any]:
         """The `planner` model: the last user message is the request; the reply is the plan JSON."""

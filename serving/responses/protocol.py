@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue
 
 from serving.dependencies import parse_model
 from serving.errors import InvalidRequestError
-from serving.protocol import ChatCompletionRequest, _Public
+from serving.protocol import MAX_MESSAGES, MAX_TOOLS, ChatCompletionRequest, _Public, at_most
 from serving.toolcalls.choice import named_function
 
 TEXT_PARTS = {"input_text", "output_text", "text"}
@@ -30,13 +30,15 @@ class ResponsesRequest(_Public):
     """POST /v1/responses."""
 
     model: str = Field(min_length=1, max_length=128)
-    input: str | list[dict[str, JsonValue]] = Field(description="A text, or a list of input items.")
+    input: Annotated[str | list[dict[str, JsonValue]], at_most(MAX_MESSAGES)] = Field(
+        description="A text, or a list of input items."
+    )
     instructions: str | None = Field(None, max_length=32_000)
     max_output_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
     stream: bool = False
-    tools: list[dict[str, JsonValue]] | None = Field(None, max_length=128)
+    tools: Annotated[list[dict[str, JsonValue]] | None, at_most(MAX_TOOLS)] = Field(None, max_length=MAX_TOOLS)
     tool_choice: str | dict[str, JsonValue] | None = None
     parallel_tool_calls: bool | None = None
     text: TextConfig | None = None

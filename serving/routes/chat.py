@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from serving.auth import Principal
 from serving.chat import ChatService, ToolCallTurn
-from serving.dependencies import parse_model, principal, read_json, services
+from serving.dependencies import principal, read_model, services
 from serving.errors import InvalidRequestError
 from serving.openapi import json_body
 from serving.plans.chat import as_sse
@@ -42,7 +42,7 @@ TOOL_CALL_FAILED = {422: "No valid tool call was decoded"}
 @router.post("/v1/chat/completions", **json_body(ChatCompletionRequest, extra_errors=TOOL_CALL_FAILED))
 async def chat_completions(request: Request, who: Principal = Depends(principal)) -> Response:
     svc = services(request)
-    body = parse_model(ChatCompletionRequest, await read_json(request, svc.settings.gateway.max_body_bytes))
+    body = await read_model(request, ChatCompletionRequest, who)
     if body.model == PLANNER_MODEL:  # answered by planstack itself: the plan JSON as the content
         svc.chat.check_limits(body)
         reply = await svc.planning().chat(body, who, request.headers.get(SESSION_HEADER))

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from serving.auth import Principal
-from serving.dependencies import parse_model, principal, read_json, services
+from serving.dependencies import principal, read_model, services
 from serving.errors import NotFoundError
 from serving.openapi import json_body
 from serving.protocol import EmbeddingRequest
@@ -18,7 +18,7 @@ router = APIRouter()
 @router.post("/v1/embeddings", **json_body(EmbeddingRequest))
 async def embeddings(request: Request, who: Principal = Depends(principal)) -> dict[str, Any]:
     svc = services(request)
-    body = parse_model(EmbeddingRequest, await read_json(request, svc.settings.gateway.max_body_bytes))
+    body = await read_model(request, EmbeddingRequest, who)
     if svc.embeddings is None:
         raise NotFoundError("embeddings are disabled on this server (embeddings.enabled)", code="not_found")
-    return await svc.embeddings.embed(body)
+    return await svc.embeddings.embed(body, tenant=who.tenant)

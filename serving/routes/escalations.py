@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 
 from serving.auth import Principal
-from serving.dependencies import parse_model, principal, read_optional_json, services
+from serving.dependencies import principal, read_model, services
 from serving.openapi import error_responses, json_body
 from serving.routes.runs import RunId
 from serving.runs.protocol import RUN_ID_PATTERN
@@ -17,9 +17,8 @@ router = APIRouter()
 _CONFLICT = {409: "The run has no open escalation (`not_escalated`), or a live driver holds it (`run_busy`)"}
 
 
-async def _body(request: Request) -> EscalationAction:
-    limit = services(request).settings.gateway.max_body_bytes
-    return parse_model(EscalationAction, await read_optional_json(request, limit))
+async def _body(request: Request, who: Principal) -> EscalationAction:
+    return await read_model(request, EscalationAction, who, optional=True)
 
 
 @router.get("/v1/escalations", responses=error_responses(400, 401, 503))
@@ -42,7 +41,7 @@ async def handle_escalation(
     """`resume` runs the same plan again (a new round, fresh budgets), `replan` runs the edited `plan`,
     `close` files it with a `note`."""
     steering = services(request).steering()
-    body = await _body(request)
+    body = await _body(request, who)
     if action == "close":
         return await steering.close(who, run_id, body)
     view = await steering.reopen(who, run_id, action, body)

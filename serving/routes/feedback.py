@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from planner.results import PLAN_ID_PATTERN
 from serving.auth import Principal
 from serving.demonstrations import Feedback
-from serving.dependencies import parse_model, principal, read_json, services
+from serving.dependencies import principal, read_model, services
 from serving.openapi import json_body
 
 router = APIRouter()
@@ -22,5 +22,5 @@ PlanId = Path(pattern=PLAN_ID_PATTERN, max_length=40)
 )
 async def plan_feedback(request: Request, plan_id: str = PlanId, who: Principal = Depends(principal)) -> dict[str, Any]:
     svc = services(request)
-    body = parse_model(Feedback, await read_json(request, svc.settings.gateway.max_body_bytes))
+    body = await read_model(request, Feedback, who)
     return await svc.memory().feedback(who.tenant, plan_id, body)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from serving.auth import Principal
-from serving.dependencies import parse_model, principal, read_json, services
+from serving.dependencies import principal, read_model, services
 from serving.openapi import json_body
 from serving.responses.protocol import ResponsesRequest
 from serving.responses.service import ResponsesService
@@ -18,7 +18,7 @@ router = APIRouter()
 @router.post("/v1/responses", **json_body(ResponsesRequest, extra_errors=TOOL_CALL_FAILED))
 async def create_response(request: Request, who: Principal = Depends(principal)) -> Response:
     svc = services(request)
-    body = parse_model(ResponsesRequest, await read_json(request, svc.settings.gateway.max_body_bytes))
+    body = await read_model(request, ResponsesRequest, who)
     responses = ResponsesService(svc.chat)
     session = request.headers.get(SESSION_HEADER)
     if body.stream:

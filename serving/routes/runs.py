@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from serving.auth import Principal
-from serving.dependencies import parse_model, principal, read_json, services
+from serving.dependencies import principal, read_model, services
 from serving.followers import FollowerStream
 from serving.openapi import error_responses, json_body
 from serving.routes.chat import SESSION_HEADER
@@ -32,7 +32,7 @@ RunId = Path(pattern=RUN_ID_PATTERN, max_length=48)
 )
 async def create_run(request: Request, who: Principal = Depends(principal)) -> JSONResponse:
     svc = services(request)
-    body = parse_model(RunCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
+    body = await read_model(request, RunCreate, who)
     view, planned = await svc.runs().create(body, who, request.headers.get(SESSION_HEADER))
     payload = {**view.model_dump(mode="json"), "planner": planned}
     return JSONResponse(payload, status_code=200 if body.wait else 202)

@@ -69,7 +69,7 @@ class RunGateway:
             }
             recorded = planner_record(result, getattr(self._planning.planner.llm, "model", None))
         else:
-            self._planning.check_plan(body.plan, catalog)
+            await self._planning.check_plan(body.plan, who, catalog)
         if plan is None:  # no tool fits: the run ends at once as `no_plan`, with the reason
             reason = planned.get("reason") or "no plan"
             run_id = await self.runs.record_no_plan(who.tenant, body.request, reason, planner=recorded)

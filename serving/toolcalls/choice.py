@@ -24,11 +24,16 @@ class CallPolicy:
 
 
 def tool_catalog(tools: Any) -> ToolCatalog:
-    """Client tool definitions, checked at the door (names, argument names, schema depth and size)."""
+    """Client tool definitions, checked here (names, argument names, schema depth and size); the
+    gateway checks them at the door instead (`ToolCallService.prepare`: off the loop, reused)."""
     try:
         return ToolCatalog.from_openai(tools)
     except CatalogError as exc:
-        raise InvalidRequestError("; ".join(exc.problems)[:2000], param="tools", code="invalid_tools") from exc
+        raise invalid_tools(exc) from exc
+
+
+def invalid_tools(exc: CatalogError) -> InvalidRequestError:
+    return InvalidRequestError("; ".join(exc.problems[:5])[:2000], param="tools", code="invalid_tools")
 
 
 def named_function(choice: dict[str, Any]) -> str | None:
@@ -44,7 +49,8 @@ def named_function(choice: dict[str, Any]) -> str | None:
 def call_policy(
     tools: Any, tool_choice: str | dict[str, Any] | None, parallel: bool | None, settings: ToolCallSettings
 ) -> CallPolicy:
-    catalog = tool_catalog(tools)
+    """`tools`: OpenAI-format definitions, or a catalog the door has checked already."""
+    catalog = tools if isinstance(tools, ToolCatalog) else tool_catalog(tools)
     max_calls = 1 if parallel is False else settings.max_parallel_calls
     if tool_choice is None or tool_choice == "auto":
         return CallPolicy(catalog, tuple(catalog.names()), 0, max_calls, mode="auto")

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planner.catalog import ToolCatalog
+from planner.catalog import CatalogError, ToolCatalog
+from serving.door import Door
 from serving.errors import InvalidRequestError, SchemaTooComplexError
 from serving.protocol import ChatMessage
 from serving.schema_guard import SchemaGuard
 from serving.settings import ToolCallSettings
-from serving.toolcalls.choice import call_policy
+from serving.toolcalls.choice import call_policy, invalid_tools
 from serving.toolcalls.decoder import DecodedTurn, EngineCall, PreparedTools, ToolCallDecoder
 from serving.toolcalls.prompts import Message, ToolPrompts
 from serving.toolcalls.schemas import ArgumentGrammar, JsonSchema, selection_schema
@@ -18,17 +19,30 @@ from serving.toolcalls.validation import UnsafeSchemaError, argument_validator
 
 
 class ToolCallService:
-    def __init__(self, settings: ToolCallSettings, guard: SchemaGuard, prompts: ToolPrompts | None = None) -> None:
+    def __init__(
+        self,
+        settings: ToolCallSettings,
+        guard: SchemaGuard,
+        prompts: ToolPrompts | None = None,
+        *,
+        door: Door | None = None,
+    ) -> None:
         self.settings = settings
         self._guard = guard
+        self._door = door
         self.prompts = prompts or ToolPrompts()
         self.grammar = ArgumentGrammar(settings)
 
     async def prepare(
         self, tools: Any, tool_choice: str | dict[str, Any] | None, parallel: bool | None, *, tenant: str = ""
     ) -> PreparedTools:
-        """Check the client's tools and build (and guard-check, on the tenant's share) every schema this
-        turn may send."""
+        """Check the client's tools (at the door: bounded, off the loop, once per content and tenant) and
+        build (and guard-check, on the tenant's share) every schema this turn may send."""
+        if self._door is not None and tools is not None:
+            try:
+                tools = await self._door.catalog(tools, tenant=tenant)
+            except CatalogError as exc:
+                raise invalid_tools(exc) from exc
         policy = call_policy(tools, tool_choice, parallel, self.settings)
         position = {name: index for index, name in enumerate(policy.catalog.names())}
         schemas: dict[str, JsonSchema] = {}
@@ -37,7 +51,7 @@ class ToolCallService:
             param = f"tools[{position[name]}].function.parameters"
             parameters = dict(policy.catalog.get(name).parameters)
             try:
-                validators[name] = argument_validator(parameters)
+                validators[name] = argument_validator(parameters, checked=True)  # the catalog checked it
             except UnsafeSchemaError as exc:
                 raise InvalidRequestError(str(exc), param=param, code="invalid_tools") from exc
             schemas[name] = self.grammar.arguments_schema(parameters)

@@ -118,11 +118,19 @@ class HealthProbe:
         return f"{len(ordered)} probes, p99 {p99 * 1000:.1f} ms, worst {self.worst * 1000:.1f} ms"
 
 
-def probe_during(url: str, attack: Callable[[int], T], *, attempts: int = 3) -> tuple[HealthProbe, list[T]]:
+def probe_during(
+    url: str,
+    attack: Callable[[int], T],
+    *,
+    attempts: int = 3,
+    retry: Callable[[HealthProbe, T], bool] | None = None,
+    probes: list[HealthProbe] | None = None,
+) -> tuple[HealthProbe, list[T]]:
     """Run `attack(attempt)` while a separate client times /health; returns the probe and what each
     attempt returned. The machine is shared and noisy (an idle gateway's worst probe reached 93 ms at
-    load 2 and 309 ms at load 4), so an attempt whose worst probe is over the bound is repeated
-    (up to `attempts` in all): an event loop that the attack blocks is over the bound on every attempt."""
+    load 2 and 309 ms at load 4), so an attempt whose worst probe is over the bound (or for which
+    `retry` says so) is repeated (up to `attempts` in all): an event loop that the attack blocks is
+    over the bound on every attempt. `probes` collects every attempt's probe."""
     results: list[T] = []
     for attempt in range(attempts):
         probe = HealthProbe(url)
@@ -130,6 +138,8 @@ def probe_during(url: str, attack: Callable[[int], T], *, attempts: int = 3) -> 
             time.sleep(0.3)
             results.append(attack(attempt))
             time.sleep(0.3)
-        if probe.worst < HEALTH_BOUND_S:
+        if probes is not None:
+            probes.append(probe)
+        if probe.worst < HEALTH_BOUND_S and (retry is None or not retry(probe, results[-1])):
             break
     return probe, results

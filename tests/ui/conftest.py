@@ -23,7 +23,9 @@ from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstre
 from tests.ui.helpers import ToolCalls, steering_registry
 
 SECRET = "ui-test-secret-0123456789abcdef"
+METRICS_TOKEN = "ui-test-metrics-token-0000"
 FAST: dict[str, Any] = {
+    "gateway": {"metrics_token": METRICS_TOKEN},  # /metrics behind a token: its series then name tenants
     "runs": {"lease_ttl_s": 2.0, "heartbeat_s": 0.3, "takeover_interval_s": 0.2, "follow_poll_s": 0.1},
     "executors": {"max_replans": 0, "backoff_base_s": 0.05, "backoff_max_s": 0.1},
     "webhooks": {"allowed_hosts": ["127.0.0.1"], "backoff_base_s": 0.05, "backoff_max_s": 0.2, "timeout_s": 2.0},

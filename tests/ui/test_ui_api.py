@@ -22,7 +22,7 @@ from serving.ui import STATIC
 from tests.conftest import KEY_A, KEY_B
 from tests.fakes.upstream import ServerThread
 from tests.reliability.helpers import check_error_shape, sse_events
-from tests.ui.conftest import SECRET, SteeringStack
+from tests.ui.conftest import FAST, METRICS_TOKEN, SteeringStack
 from tests.ui.helpers import booking_plan
 
 pytestmark = pytest.mark.fake_upstream
@@ -60,7 +60,8 @@ def test_a_paused_run_survives_a_restart_and_runs_the_tool_once_after_approval(s
         final = stack.wait_status(run_id, "succeeded", "failed")
         with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
             events = sse_events(list(stream.iter_lines()))
-        metrics = client.get("/metrics").text
+        assert client.get("/metrics").status_code == 401  # a tenant's key is not the metrics token
+        metrics = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
     assert final["status"] == "succeeded", final["error"]
     assert stack.calls.counts["book:West Lake Inn"] == 1 and stack.calls.counts["search"] == 1
     kinds = [kind for kind, _ in events]
@@ -154,9 +155,18 @@ def receiver() -> Iterator[tuple[Receiver, str]]:
         server.stop()
 
 
-def test_a_webhook_receiver_gets_signed_retried_events(stack: SteeringStack, receiver: tuple[Receiver, str]) -> None:
+def loopback_hooks(url: str, **extra: Any) -> dict[str, Any]:
+    """FAST's webhook settings opened to the loopback receiver at `url` (its port, a private address)."""
+    port = int(url.split(":")[2].split("/")[0])
+    return {**FAST["webhooks"], "allowed_ports": [port], "allow_private_addresses": True, **extra}
+
+
+def test_a_webhook_receiver_gets_signed_retried_events(stack_factory: Any, receiver: tuple[Receiver, str]) -> None:
     hook, url = receiver
-    with stack.client() as client:
+    stack = stack_factory(webhooks=loopback_hooks(url))
+    with stack.client() as client, stack.client(KEY_B) as bob:
+        key = bytes.fromhex(client.get("/v1/webhooks/signing-key").json()["key"])
+        assert key != bytes.fromhex(bob.get("/v1/webhooks/signing-key").json()["key"])  # each tenant its own
         for refused in ("http://example.org/hook", "ftp://127.0.0.1/x", "http://user:pw@127.0.0.1/hook"):
             response = client.post("/v1/runs", json={"request": "x", "plan": booking_plan(), "webhook_url": refused})
             assert response.status_code == 400 and response.json()["error"]["param"] == "webhook_url", refused
@@ -179,7 +189,7 @@ def test_a_webhook_receiver_gets_signed_retried_events(stack: SteeringStack, rec
         received = list(hook.received)
     assert len(received) == 4  # each event: a 500, then a retry that was accepted
     for headers, body in received:
-        expected = hmac.new(SECRET.encode(), headers["x-planstack-timestamp"].encode() + b"." + body, hashlib.sha256)
+        expected = hmac.new(key, headers["x-planstack-timestamp"].encode() + b"." + body, hashlib.sha256)
         assert headers["x-planstack-signature"] == "sha256=" + expected.hexdigest()
         payload = json.loads(body)
         assert payload["run_id"] == run_id and payload["tenant"] == "tenantA"
@@ -190,7 +200,7 @@ def test_a_webhook_receiver_gets_signed_retried_events(stack: SteeringStack, rec
 
 def test_redirects_are_not_followed_and_deliveries_give_up(stack_factory: Any, receiver: tuple[Receiver, str]) -> None:
     hook, url = receiver
-    hooks = {"allowed_hosts": ["127.0.0.1"], "max_attempts": 2, "backoff_base_s": 0.01, "events": ["run_finished"]}
+    hooks = loopback_hooks(url, max_attempts=2, backoff_base_s=0.01, events=["run_finished"])
     stack = stack_factory(webhooks=hooks)
     plan = {"nodes": [{"id": "n1", "tool": "nap", "args": {"label": "x", "seconds": 0.01}}]}
     run_id = start(stack, plan, webhook_url=url.replace("/hook", "/moved"))
