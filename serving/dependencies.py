@@ -119,15 +119,18 @@ async def read_json(request: Request, limit: int) -> Any:
     return decode_json(await read_body(request, limit))
 
 
-async def read_model(request: Request, model: type[ModelT], who: Principal, *, optional: bool = False) -> ModelT:
-    """THE way a route reads its JSON body: read with a hard size cap, then decoded and validated into
-    `model` by the door (on the event loop when small, else in a worker on the tenant's share).
-    `optional`: a request without a body is `{}` (POST actions whose fields are all optional)."""
+async def read_model(
+    request: Request, model: type[ModelT], who: Principal, *, optional: bool = False, limit: int | None = None
+) -> ModelT:
+    """THE way a route reads its JSON body: read with a hard size cap (`limit`, else
+    `gateway.max_body_bytes`), then decoded and validated into `model` by the door (on the event loop
+    when small, else in a worker on the tenant's share). `optional`: a request without a body is `{}`
+    (POST actions whose fields are all optional)."""
     svc = services(request)
     if optional and request.headers.get("content-length", "0") == "0" and "transfer-encoding" not in request.headers:
         body = b"{}"
     else:
-        body = await read_body(request, svc.settings.gateway.max_body_bytes)
+        body = await read_body(request, svc.settings.gateway.max_body_bytes if limit is None else limit)
     return await svc.door.parse(model, body, tenant=who.tenant)
 
 

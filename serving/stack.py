@@ -103,8 +103,10 @@ class Stack:
         sealer = credential_sealer(server_secret(self.settings))
         connections = ToolsetConnections(tools, sealer, tool_schema_check, resolver=self.resolver)
         self._resources.push_async_callback(connections.aclose)  # after the runs have stopped
-        self.toolsets = ToolsetService(self.store, connections, tools, sealer, tool_schema_check)
-        self.run_tools = RunToolsService(self.toolsets, self.registry, self.steps, tools, tool_schema_check)
+        self.toolsets = ToolsetService(self.store, connections, tools, sealer, tool_schema_check, self.door)
+        self.run_tools = RunToolsService(
+            self.toolsets, self.registry, self.steps, tools, tool_schema_check, self.door
+        )
         self.runs = RunService(
             self.store,
             DagScheduler(self.registry, self.settings.executors, tool_calls=self.metrics),

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from serving.auth import Principal
-from serving.dependencies import parse_model, principal, read_json, services
+from serving.dependencies import principal, read_model, services
 from serving.openapi import json_body
 from serving.routes.runs import RunId
 from serving.runs.protocol import ToolOutputCreate
@@ -24,5 +24,5 @@ async def submit_tool_output(
 ) -> dict[str, Any]:
     """The output (or error) of one call the run waits for; the run continues at once."""
     svc = services(request)
-    body = parse_model(ToolOutputCreate, await read_json(request, svc.settings.gateway.max_body_bytes))
+    body = await read_model(request, ToolOutputCreate, who)
     return await svc.tool_outputs().answer(who, run_id, body)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 
 from serving.auth import Principal
-from serving.dependencies import parse_model, principal, read_json, services
+from serving.dependencies import principal, read_model, services
 from serving.openapi import error_responses, json_body
 from serving.toolsets.protocol import RESERVED, ToolsetCreate, builtin_views, toolset_view
 
@@ -26,7 +26,8 @@ _REGISTER_ERRORS = {
 async def create_toolset(request: Request, who: Principal = Depends(principal)) -> JSONResponse:
     """Register an MCP server or an OpenAPI service; its tools are listed and checked now."""
     svc = services(request)
-    body = parse_model(ToolsetCreate, await read_json(request, svc.settings.tools.max_document_bytes))
+    # the document is the body's bulk: the body's bound is the document's (through the door, like every body)
+    body = await read_model(request, ToolsetCreate, who, limit=svc.settings.tools.max_document_bytes)
     record = await svc.toolsets().add(who.tenant, body)
     return JSONResponse(toolset_view(record), status_code=201)
 

@@ -34,7 +34,7 @@ class ToolOutputGateway:
             tool = self._run_tools.answered_tool(record, call.tool)
             if tool is None:
                 raise InvalidRequestError(f"the run has no caller tool {call.tool!r}", param="node_id")
-            problems = await self._run_tools.check_output(tool, body.output)
+            problems = await self._run_tools.check_output(who.tenant, tool, body.output)
             if problems:
                 raise InvalidOutput(f"the output does not match {call.tool}'s output schema: {'; '.join(problems[:3])}")
         answer = await self.runs.answer_tool_call(

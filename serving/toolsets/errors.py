@@ -18,6 +18,13 @@ class ToolsetInvalid(InvalidRequestError):
     code = "invalid_toolset"
 
 
+class InvalidClientTools(InvalidRequestError):
+    """The caller's own `tools` of a run cannot be used as given."""
+
+    code = "invalid_tools"
+    param = "tools"
+
+
 class ToolNameClash(InvalidRequestError):
     """Two tools of one run's catalog have the same name."""
 

@@ -1,9 +1,10 @@
-"""Where the toolsets' CPU-heavy work runs: off the event loop, behind one function.
+"""Where the toolsets' in-process CPU work runs: off the event loop, behind one function.
 
-Importing an OpenAPI document (seconds for a large one) and compiling tools' argument and output
-checkers must never hold the gateway's event loop. Today that is a worker thread
-(`asyncio.to_thread`); a shared, fair worker pool for the gateway's CPU-heavy checks can replace it
-here without touching the callers.
+A client's input is checked by the door (serving/door, jobs in serving/toolsets/checks.py: imports,
+definitions, the caller's tools, outputs), in worker processes on the tenant's fair share. What is
+left here builds objects this process keeps and calls — the scheduler's specs of a run's recorded
+tools, their compiled argument and output checkers — from definitions the door already accepted, so
+it cannot cross a process boundary; a worker thread keeps it off the event loop.
 """
 
 from __future__ import annotations

@@ -14,19 +14,24 @@ for the caller's tools and `ask_user`.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from executors.registry import ToolRegistry, ToolSpec
-from executors.sources.client_tools import ASK_USER_TOOL, client_tool, pausing_spec
+from executors.sources.client_tools import ASK_USER_TOOL, pausing_spec
 from executors.sources.remote_spec import SchemaCheckFactory, registry_with
 from executors.sources.tool_source import RemoteTool
 from executors.stores import RunRecord, ToolsetKind
+from serving.door import Door
+from serving.door.checks import checks_inline
 from serving.errors import InvalidRequestError
+from serving.toolsets.checks import client_tools as checked_client_tools
+from serving.toolsets.checks import output_problems
 from serving.toolsets.config import ToolsConfig
-from serving.toolsets.errors import ToolNameClash
+from serving.toolsets.errors import InvalidClientTools, ToolNameClash
 from serving.toolsets.offload import off_loop
 from serving.toolsets.service import ToolsetService
 
@@ -66,11 +71,6 @@ class ResolvedTools:
         return self.record.model_dump(mode="json")
 
 
-class InvalidClientTools(InvalidRequestError):
-    code = "invalid_tools"
-    param = "tools"
-
-
 class RunToolsService:
     def __init__(
         self,
@@ -79,8 +79,10 @@ class RunToolsService:
         steps: ToolRegistry,
         config: ToolsConfig,
         schema_check: SchemaCheckFactory,
+        door: Door,
     ) -> None:
         self.toolsets = toolsets
+        self.door = door
         self._builtin = builtin
         self._steps = steps
         self._config = config
@@ -111,8 +113,11 @@ class RunToolsService:
                     tools=[RemoteTool.model_validate(tool) for tool in toolset.tools],
                 )
             )
-        if client_tools:
-            record.client = await off_loop(self._client_tools, client_tools)
+        if client_tools:  # checked by the door: on the loop when tiny, else in a worker on the tenant's share
+            inline = checks_inline(pickle.dumps(client_tools, protocol=5))
+            record.client = await self.door.run(
+                tenant, checked_client_tools, client_tools, self._schema_check, inline=inline
+            )
         resolved = ResolvedTools(record, self.catalog(record))
         names_seen: dict[str, str] = {}
         for tool in resolved.catalog:
@@ -167,26 +172,17 @@ class RunToolsService:
             return ASK_USER_TOOL
         return next((tool for tool in tools.client if tool.name == name), None)
 
-    async def check_output(self, tool: RemoteTool, output: Any) -> list[str]:
-        """What is wrong with `output` for `tool` (its declared output schema; RE2 for its patterns)."""
+    async def check_output(self, tenant: str, tool: RemoteTool, output: Any) -> list[str]:
+        """What is wrong with `output` for `tool` (its declared output schema; RE2 for its patterns), checked
+        by the door: on the loop when both are tiny, else in a worker on the tenant's share."""
         if tool.output_schema is None:
             return []
-        return await off_loop(lambda: self._schema_check(tool.output_schema or {})(output))
+        inline = checks_inline(pickle.dumps((tool.output_schema, output), protocol=5))
+        return await self.door.run(
+            tenant, output_problems, tool.output_schema, output, self._schema_check, inline=inline
+        )
 
     # -- plumbing -----------------------------------------------------------------------------------
-
-    def _client_tools(self, definitions: list[dict[str, Any]]) -> list[RemoteTool]:
-        tools = []
-        for index, definition in enumerate(definitions):
-            try:
-                tool = client_tool(definition)
-                self._schema_check(tool.parameters)
-                if tool.output_schema is not None:
-                    self._schema_check(tool.output_schema)
-            except ValueError as exc:
-                raise InvalidClientTools(f"tools[{index}]: {_first_line(exc)}") from None
-            tools.append(tool)
-        return tools
 
     def _pausing(self, tools: RunToolsRecord) -> list[ToolSpec]:
         specs: list[ToolSpec] = []
@@ -216,7 +212,3 @@ def _openai(spec: ToolSpec) -> dict[str, Any]:
     tool["function"]["output_schema"] = spec.output_schema
     return tool
 
-
-def _first_line(exc: ValueError) -> str:
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    return " ".join(lines[:3])[:300] if lines else type(exc).__name__

@@ -3,9 +3,11 @@ or a plan names.
 
 Registration checks everything before anything is stored: the fields of its kind, the egress policy
 (the URL's host resolved now: a refused URL is a 400 here, not a failed run later), the auth scheme;
-then it lists the tools (an MCP server's `tools/list`; an OpenAPI document imported off the event
-loop) and checks them as the planner and the executors will use them (bounded count, schemas
-compiled with the RE2-based validator, the planner's catalog rules). The secret is sealed for this
+then it lists the tools (an MCP server's `tools/list`; an OpenAPI document imported, bounded, by the
+door) and checks them as the planner and the executors will use them (bounded count and bytes, then
+schemas compiled with the RE2-based validator and the planner's catalog rules, by the door). The
+door's jobs (serving/toolsets/checks.py) run in its worker processes on the tenant's fair share and
+within its deadline, like every other client check. The secret is sealed for this
 tenant and toolset at once and never leaves the service again: it is not in any answer, log line or
 error message. Every lookup is tenant-scoped: another tenant's toolset is a 404 like an unknown one.
 """
@@ -25,14 +27,14 @@ from executors.sources.auth import AuthScheme
 from executors.sources.credentials import CredentialSealer
 from executors.sources.errors import EgressRefused, SourceError
 from executors.sources.remote_spec import SchemaCheckFactory
-from executors.sources.tool_source import PolicyOverrides, RemoteTool, ToolPolicy, ToolSnapshot, canonical_json
+from executors.sources.tool_source import PolicyOverrides, RemoteTool, ToolPolicy, ToolSnapshot
 from executors.stores import TenantToolsets, ToolsetExists, ToolsetRecord
 from executors.stores.tool_records import TOOLSET_ID_PATTERN
-from planner.catalog import CatalogError, ToolCatalog
+from serving.door import Door
+from serving.toolsets.checks import check_definitions
 from serving.toolsets.config import ToolsConfig
 from serving.toolsets.connections import CREDENTIAL_SLOT, ToolsetConnections, overrides_of
 from serving.toolsets.errors import ToolsetInvalid, ToolsetNotFound, ToolsetUnreachable
-from serving.toolsets.offload import off_loop
 from serving.toolsets.openapi_import import OpenApiImport, import_openapi
 from serving.toolsets.openapi_load import ImportLimits
 from serving.toolsets.protocol import RESERVED, ToolsetCreate
@@ -49,10 +51,12 @@ class ToolsetService:
         config: ToolsConfig,
         sealer: CredentialSealer,
         schema_check: SchemaCheckFactory,
+        door: Door,
         *,
         new_id: Callable[[], str] | None = None,
     ) -> None:
         self.store = store
+        self.door = door
         self.connections = connections
         self.config = config
         self._sealer = sealer
@@ -83,13 +87,13 @@ class ToolsetService:
             toolset_id=toolset_id, tenant=tenant, name=body.name, kind=body.kind, config=config, credential=credential
         )
         if body.kind == "openapi":
-            imported = await self._import(body.document)
+            imported = await self._import(tenant, body.document)
             config["title"] = imported.title
             config["skipped"] = list(imported.skipped[:MAX_SKIPPED_SHOWN])
             snapshot = self._openapi_snapshot(toolset_id, imported, overrides_of(draft, self.config))
         else:
             snapshot = await self._list(draft)
-        await self._check_tools(snapshot)
+        await self._check_tools(tenant, snapshot)
         draft = draft.model_copy(
             update={"tools": [t.model_dump(mode="json") for t in snapshot.tools], "version": snapshot.version}
         )
@@ -112,7 +116,7 @@ class ToolsetService:
         """List the tools again (an MCP server's may have changed; an OpenAPI toolset's are its import)."""
         record = await self.get(tenant, key)
         snapshot = await self._list(record)
-        await self._check_tools(snapshot)
+        await self._check_tools(tenant, snapshot)
         updated = await self._save(record, snapshot)
         if updated is None:
             raise ToolsetNotFound(f"toolset {key!r} not found", param=None)
@@ -185,7 +189,7 @@ class ToolsetService:
         config["base_url"] = body.base_url
         return config
 
-    async def _import(self, document: str | dict[str, Any] | None) -> OpenApiImport:
+    async def _import(self, tenant: str, document: str | dict[str, Any] | None) -> OpenApiImport:
         text = document if isinstance(document, str) else json.dumps(document)
         if len(text.encode()) > self.config.max_document_bytes:
             raise ToolsetInvalid(
@@ -194,7 +198,7 @@ class ToolsetService:
         limits = ImportLimits(
             max_bytes=self.config.max_document_bytes, max_operations=self.config.max_tools_per_toolset
         )
-        return await off_loop(import_openapi, text, limits)
+        return await self.door.run(tenant, import_openapi, text, limits, inline=False)
 
     def _openapi_snapshot(self, toolset_id: str, imported: OpenApiImport, overrides: PolicyOverrides) -> ToolSnapshot:
         tools = []
@@ -234,33 +238,14 @@ class ToolsetService:
         except Exception as exc:  # a transport's own error
             raise ToolsetUnreachable(f"listing the tools failed ({type(exc).__name__})") from None
 
-    async def _check_tools(self, snapshot: ToolSnapshot) -> None:
-        """The tools as the planner and the executors will take them (off the event loop)."""
+    async def _check_tools(self, tenant: str, snapshot: ToolSnapshot) -> None:
+        """The tools as the planner and the executors will take them: bounded here, checked by the door."""
         if len(snapshot.tools) > self.config.max_tools_per_toolset:
             raise ToolsetInvalid(
                 f"the toolset lists {len(snapshot.tools)} tools; the limit is {self.config.max_tools_per_toolset}"
             )
-        size = sum(len(canonical_json(tool.model_dump(mode="json")).encode()) for tool in snapshot.tools)
-        if size > self.config.max_toolset_bytes:
-            raise ToolsetInvalid(
-                f"the toolset's tool definitions take {size} bytes; the limit is {self.config.max_toolset_bytes}"
-            )
-        await off_loop(self._check_definitions, snapshot.tools)
-
-    def _check_definitions(self, tools: tuple[RemoteTool, ...]) -> None:
-        for tool in tools:
-            if tool.name in RESERVED or tool.name in ("ask_user", "llm_generate", "llm_extract"):
-                raise ToolsetInvalid(f"tool {tool.name!r}: that name is reserved for a built-in tool")
-            try:
-                self._schema_check(tool.parameters)
-                if tool.output_schema is not None:
-                    self._schema_check(tool.output_schema)
-            except ValueError as exc:
-                raise ToolsetInvalid(f"tool {tool.name!r}: {exc}") from None
-        try:
-            ToolCatalog.from_openai([tool.openai_tool() for tool in tools])
-        except CatalogError as exc:
-            raise ToolsetInvalid(f"the planner cannot take these tools: {exc.message}") from None
+        limit = self.config.max_toolset_bytes
+        await self.door.run(tenant, check_definitions, snapshot.tools, self._schema_check, limit, inline=False)
 
     async def _save(self, record: ToolsetRecord, snapshot: ToolSnapshot) -> ToolsetRecord | None:
         tools = [tool.model_dump(mode="json") for tool in snapshot.tools]
@@ -269,7 +254,7 @@ class ToolsetService:
     async def _listed(self, record: ToolsetRecord, snapshot: ToolSnapshot) -> None:
         """`tools/list_changed` (or a reconnect): keep the new definitions when the planner can take them."""
         try:
-            await self._check_tools(snapshot)
+            await self._check_tools(record.tenant, snapshot)
         except PlanstackBaseError as exc:
             logger.warning("toolset %s: the changed tool list is not used: %s", record.toolset_id, exc.message)
             return

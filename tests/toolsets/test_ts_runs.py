@@ -206,3 +206,19 @@ def test_a_toolset_deleted_while_a_run_waits_fails_its_calls(gateway: ToolsetGat
         assert node(view, "n1")["error"]["type"] == "source_error"  # the recorded tool, no source any more
         stock = start(client, ["builtin"], {"id": "n1", "tool": "get_weather", "args": {"city": "Hangzhou", "date": "2027-06-20"}})
         assert gateway.wait_status(stock, "succeeded", "failed")["status"] == "succeeded"
+
+
+def test_an_escalated_run_is_replanned_over_its_own_tools(gateway: ToolsetGateway, mcp_server: ServiceProcess) -> None:
+    with gateway.client() as client:
+        mcp(client, mcp_server)
+        run_id = start(client, ["inventory"], {"id": "n1", "tool": "get_stock", "args": {"product_id": "prd_404"}})
+        failed = gateway.wait_status(run_id, "failed", "succeeded")
+        assert failed["status"] == "failed" and failed["escalation"]["state"] == "open", failed
+        foreign = {"nodes": [{"id": "n1", "tool": "search_flights", "args": {}}]}  # built-in: not this run's
+        refused = client.post(f"/v1/escalations/{run_id}/replan", json={"plan": foreign})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "plan"
+        edited = {"nodes": [{"id": "n1", "tool": "get_stock", "args": {"product_id": "prd_1001"}}]}
+        replanned = client.post(f"/v1/escalations/{run_id}/replan", json={"plan": edited, "name": "ops"})
+        assert replanned.status_code == 200, replanned.text
+        final = gateway.wait_status(run_id, "succeeded", "failed")
+        assert final["status"] == "succeeded" and node(final, "n1")["output"]["quantity"] == 1200, final
