@@ -8,11 +8,12 @@ deadline, or on the event loop when the input is tiny.
 - `client_tools`: the caller's own OpenAI-format tools of a run, as definitions (same checks).
 - `output_problems`: what is wrong with an answer to a tool call under the tool's output schema.
 
-An OpenAPI document is imported by `serving.toolsets.openapi_import.import_openapi`, itself a job.
+- `import_document`: an OpenAPI document (text, or the JSON object a registration carried) imported.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from executors.sources.client_tools import ASK_USER_TOOL, client_tool
@@ -20,9 +21,19 @@ from executors.sources.remote_spec import SchemaCheckFactory
 from executors.sources.tool_source import RemoteTool, canonical_json
 from planner.catalog import CatalogError, ToolCatalog
 from serving.toolsets.errors import InvalidClientTools, ToolsetInvalid
+from serving.toolsets.openapi_import import OpenApiImport, import_openapi
+from serving.toolsets.openapi_load import ImportLimits
 from serving.toolsets.protocol import RESERVED
 
 STEP_TOOLS = frozenset({ASK_USER_TOOL.name, "llm_generate", "llm_extract"})
+
+
+def import_document(document: str | dict[str, Any], limits: ImportLimits) -> OpenApiImport:
+    """The document's operations as tools (OpenApiInvalidError, or ToolsetInvalid when it is too large)."""
+    text = document if isinstance(document, str) else json.dumps(document)
+    if len(text.encode()) > limits.max_bytes:
+        raise ToolsetInvalid(f"the document is larger than {limits.max_bytes} bytes", param="document")
+    return import_openapi(text, limits)
 
 
 def check_definitions(tools: tuple[RemoteTool, ...], schema_check: SchemaCheckFactory, max_bytes: int) -> None:
