@@ -5,7 +5,7 @@ export PLANSTACK_HOME
 PY := .venv/bin/python
 PLANSTACK := .venv/bin/planstack
 
-.PHONY: setup model postgres chromium serve test test-unit reliability lint bench-gateway clean-venv
+.PHONY: setup model postgres chromium promtool serve test test-unit reliability lint bench-gateway clean-venv
 
 setup:
 	@scripts/bootstrap.sh >/dev/null
@@ -21,17 +21,21 @@ postgres:
 chromium:
 	@scripts/ensure_chromium.sh >/dev/null
 
+## Prometheus's promtool for the alert-rule and dashboard checks (apt-installs Debian's `prometheus` when missing).
+promtool:
+	@scripts/ensure_promtool.sh >/dev/null
+
 ## Set up everything on a fresh machine, start the engine and the gateway (Ctrl-C stops both).
 serve: model
 	@$(PLANSTACK) index build >/dev/null
 	@$(PLANSTACK) serve
 
 ## Run the whole test suite, the real-engine tests included.
-test: model postgres chromium
+test: model postgres chromium promtool
 	@$(PY) -m pytest
 
 ## Fast tests only (no real engine).
-test-unit: setup postgres chromium
+test-unit: setup postgres chromium promtool
 	@$(PY) -m pytest -m "not engine"
 
 ## Reliability and security: load, faults (incl. a dedicated-engine kill), fuzzing, tenant isolation.

@@ -9,6 +9,12 @@ ordered log (POSTed to the run's webhook too, in the background). A run that nee
 (`awaiting_approval`, the lease is released when the drive ends); one that ends for good may open
 an escalation. The lease is renewed by the driver's `LeaseKeeper`, which stops the drive when the
 lease is lost (another replica took the run over) or cannot be renewed before it expires.
+
+A run that brings its own tools (`RunRecord.tools`: toolsets, the caller's tools, built-in steps)
+is executed with the registry `RunTools` builds from what it recorded, and re-planned over the same
+catalog. When a round can go no further without answers from its caller (executors.tool_calls), the
+driver announces the new calls (`tool_call_required`) and pauses the run in `requires_action`,
+unless an answer arrived meanwhile: then it runs the round again.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from executors.failures import failure_list, failure_summary, stop_reason
 from executors.leases import LeaseKeeper
 from executors.observation import NodeResult, observation_for_planner
 from executors.quotas import PlanTooLarge, cap_output, check_plan_size
-from executors.scheduler import DagScheduler, ReuseKey, reuse_key
+from executors.registry import ToolRegistry
+from executors.scheduler import DagScheduler, ReuseKey, RoundOutcome, reuse_key
+from executors.sources.client_tools import PausingToolSpec
 from executors.steering import Steering
 from executors.stores import (
     EventType,
@@ -41,7 +49,9 @@ from executors.stores import (
     RunStore,
     RunStoreError,
     RunUpdate,
+    ToolAnswer,
 )
+from executors.tool_calls import ActionState, PendingCall
 
 logger = logging.getLogger("planstack.executors.runs")
 Announcement = tuple[EventType, dict[str, Any]]
@@ -57,9 +67,30 @@ _SETTLED_EVENTS: dict[str, EventType] = {
 
 class Replanner(Protocol):
     """Writes a new plan after a failure. `completed` maps node id → observation summary; `tenant` is the
-    run's tenant, so that whatever the replanner caches or salts stays inside it."""
+    run's tenant, so that whatever the replanner caches or salts stays inside it. `tools` (OpenAI
+    format), given only for a run with its own tools, is the catalog to plan over."""
 
-    async def replan(self, request: str, failure_summary: str, completed: dict[str, str], *, tenant: str) -> Plan: ...
+    async def replan(
+        self,
+        request: str,
+        failure_summary: str,
+        completed: dict[str, str],
+        *,
+        tenant: str,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Plan: ...
+
+
+class RunTools(Protocol):
+    """The tools of a run that recorded its own (`RunRecord.tools`)."""
+
+    async def registry_for(self, record: RunRecord) -> ToolRegistry:
+        """The registry that executes them (built-in tools included when the run uses them)."""
+        ...
+
+    def catalog_for(self, record: RunRecord) -> list[dict[str, Any]]:
+        """The same tools in OpenAI format, for re-planning."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -73,6 +104,7 @@ class DriveContext:
     replanner: Replanner | None = None
     on_succeeded: RunHook | None = None
     clock: Callable[[], float] = field(default=time.time)
+    tools: RunTools | None = None
 
 
 class RunDriver:
@@ -91,6 +123,7 @@ class RunDriver:
         )
         self.task: asyncio.Task[None] | None = None
         self.webhook_url: str | None = None
+        self._announced: set[tuple[int, str, str]] = set()  # (round, node, input hash) of announced calls
 
     @property
     def lease(self) -> Lease:
@@ -135,7 +168,7 @@ class RunDriver:
     # -- the drive -------------------------------------------------------------------------------
 
     async def _drive(self, resumed: bool, announce: Announcement | None, on_done: Callable[[RunDriver], None]) -> None:
-        set_run_tenant(self.tenant)  # this task's context only: its tool calls see their own tenant
+        set_run_tenant(self.tenant, self.run_id)  # this task's context only: its tool calls see their own run
         self.keeper.start()
         try:
             record = await self.store.get_run(self.tenant, self.run_id)
@@ -170,6 +203,13 @@ class RunDriver:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.max_run_seconds
         policy = self.context.steering.approvals
+        registry = await self._registry(record)
+        if record.tools is not None and registry is None:
+            error = structured_error(
+                "this process cannot execute the run's own tools (no toolset service)", "tools_unavailable"
+            )
+            await self._finish("failed", error)
+            return
         while True:
             earlier = await self.store.results(self.tenant, self.run_id)
             done = {r.node_id: r for r in earlier if r.round == record.round and r.status != "skipped"}
@@ -204,11 +244,18 @@ class RunDriver:
                 max_steps=max(self.config.max_steps - steps_used, 0),
                 max_seconds=max(deadline - loop.time(), 0.001),
                 gate=call_gate(policy, consent, record.round),
+                registry=registry,
+                answers=await self._answers(record),
             )
             if outcome.held:
                 request = request_for(policy, "tool", record.round, outcome.held, now=self.context.clock())
                 await self._pause(record, request)
                 return
+            if outcome.awaiting:
+                assert registry is not None  # only a run's own registry has tools the caller answers
+                if await self._await_caller(record, outcome, registry):
+                    return
+                continue  # an answer arrived meanwhile: run the round again
             if outcome.ok:
                 await self._finish("succeeded", None)
                 return
@@ -235,7 +282,9 @@ class RunDriver:
         if replanner is None:  # unreachable: stop_reason stops runs without a replanner
             return None
         try:
-            new_plan = await replanner.replan(record.request, summary, completed, tenant=record.tenant)
+            tools = self.context.tools
+            catalog = {} if record.tools is None or tools is None else {"tools": tools.catalog_for(record)}
+            new_plan = await replanner.replan(record.request, summary, completed, tenant=record.tenant, **catalog)
             check_plan_size(new_plan, self.context.runs_config)
         except (LeaseLost, RunStoreError):
             raise
@@ -249,7 +298,56 @@ class RunDriver:
         )
         data = {"replans": record.replans, "failure_summary": summary, "nodes": len(new_plan.nodes)}
         await self.emit("replan", round_=record.round, data=data)
+        self.context.steering.observer.replanned()
         return record
+
+    async def _registry(self, record: RunRecord) -> ToolRegistry | None:
+        """The run's own registry, or None for a run of the built-in catalog."""
+        if record.tools is None or self.context.tools is None:
+            return None
+        return await self.context.tools.registry_for(record)
+
+    async def _answers(self, record: RunRecord) -> dict[str, ToolAnswer]:
+        if record.tools is None:
+            return {}  # only a run's own tools can be answered by its caller
+        return {a.node_id: a for a in await self.store.tool_answers(self.tenant, self.run_id, record.round)}
+
+    async def _await_caller(self, record: RunRecord, outcome: RoundOutcome, registry: ToolRegistry) -> bool:
+        """Announce the calls handed to the caller and pause for their answers; False when one was answered
+        meanwhile (the round then runs again)."""
+        now = self.context.clock()
+        previous = ActionState.of(record)
+        calls: list[PendingCall] = []
+        for held in outcome.awaiting:
+            spec = registry.get(held.tool)
+            assert isinstance(spec, PausingToolSpec)
+            known = (
+                None
+                if previous is None or previous.round != record.round
+                else previous.find(held.node_id, held.input_hash)
+            )
+            calls.append(
+                PendingCall(
+                    node_id=held.node_id,
+                    tool=held.tool,
+                    kind=spec.pause,
+                    args=held.args,
+                    input_hash=held.input_hash,
+                    requested_at=known.requested_at if known else now,
+                    expires_at=known.expires_at if known else now + spec.answer_timeout_s,
+                )
+            )
+            key = (record.round, held.node_id, held.input_hash)
+            if known is None and key not in self._announced:  # announced before the pause: answers may come early
+                self._announced.add(key)
+                await self.emit(
+                    "tool_call_required", round_=record.round, node_id=held.node_id, data=calls[-1].event_data()
+                )
+        action = ActionState(round=record.round, calls=calls).model_dump(mode="json")
+        paused = await self.store.pause_for_action(
+            self.lease, action, round_=record.round, awaited=[call.node_id for call in calls]
+        )
+        return paused is not None
 
     async def _pause(self, record: RunRecord, request: ApprovalRequest) -> None:
         """Wait for a person: the request is durable, and the lease is released when the drive ends."""
@@ -268,6 +366,7 @@ class RunDriver:
             steering.observer.escalated(record.tenant, opened.reason)
             await self.emit("escalated", round_=record.round, data=escalation)
         await self.emit("run_finished", round_=record.round, data={"status": status, "error": error})
+        steering.observer.run_finished(status)
         hook = self.context.on_succeeded
         if status == "succeeded" and hook is not None:
             try:

@@ -10,13 +10,15 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from contract.plan import PlanNode
-from executors.breaker import BreakerBoard, counts_against_tool
+from executors.breaker import BreakerBoard, BreakerState, counts_against_tool
 from executors.condition_worker import ConditionEvaluator
 from executors.conditions import ConditionOutcome
 from executors.config import ExecutorConfig
+from executors.context import run_id, run_tenant
 from executors.errors import CircuitOpenError, ExecutorError, ToolOutputError, ToolTimeoutError, as_tool_error
 from executors.observation import NodeResult, sha256_json, summarize_result
 from executors.registry import ToolSpec
+from executors.sources.tool_source import CallContext, call_scope, current_call_context
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -32,6 +34,17 @@ class SchedulerObserver(Protocol):
     ) -> None: ...
 
     async def node_settled(self, result: NodeResult) -> NodeResult | None: ...
+
+
+class ToolCallObserver(Protocol):
+    """Per-tool operations as they happen (the gateway's Prometheus series): every attempt with its
+    outcome (`ok` or the error's kind) and duration, every retry, every change of a breaker's state."""
+
+    def call_finished(self, spec: ToolSpec, outcome: str, seconds: float) -> None: ...
+
+    def call_retried(self, spec: ToolSpec) -> None: ...
+
+    def breaker_changed(self, spec: ToolSpec, state: BreakerState) -> None: ...
 
 
 class NullObserver:
@@ -99,7 +112,9 @@ class NodeExecutor:
         sleep: Sleep,
         wall_clock: Callable[[], float],
         monotonic: Callable[[], float],
+        tool_calls: ToolCallObserver | None = None,
     ) -> None:
+        self._tool_calls = tool_calls
         self._config = config
         self._limits = limits
         self._breakers = breakers
@@ -121,7 +136,8 @@ class NodeExecutor:
         observer: SchedulerObserver,
         fallback_for: str | None,
     ) -> NodeResult:
-        breaker = self._breakers.for_tool(spec.name)
+        breaker = self._breakers.for_tool(spec.breaker_key)
+        watch = self._tool_calls
         max_attempts = spec.retries or self._config.default_max_attempts
         timeout_s = spec.timeout_s or self._config.default_timeout_s
         attempts = 0
@@ -134,28 +150,44 @@ class NodeExecutor:
                 breaker.check(spec.name)
             except CircuitOpenError as exc:
                 error = exc
+                if watch is not None:
+                    watch.call_finished(spec, exc.kind, 0.0)
                 break
             attempts += 1
             async with self._limits.slot(spec):
                 if started_at is None:
                     started_at = self._wall_clock()
                     t0 = self._monotonic()
-                try:
+                attempt_t0 = self._monotonic()
+                try:  # the call knows its run, round and node (a remote call's idempotency key)
+                    outer = current_call_context()  # a caller outside a driver may have set the run
+                    tenant, run = run_tenant() or outer.tenant, run_id() or outer.run_id
+                    context = CallContext(tenant=tenant, run_id=run, round=round_, node_id=node.id)
                     async with asyncio.timeout(timeout_s):
-                        output = await spec.invoke(kwargs)
+                        with call_scope(context):
+                            output = await spec.invoke(kwargs)
                     error = None
                 except TimeoutError:
                     error = ToolTimeoutError(f"{spec.name} did not answer within {timeout_s:g} s")
                 except Exception as exc:  # the tool boundary: every exception becomes a typed error
                     error = as_tool_error(exc)
+            before = breaker.state
+            if watch is not None:
+                watch.call_finished(spec, "ok" if error is None else error.kind, self._monotonic() - attempt_t0)
             if error is None:
                 breaker.record_success()
-                break
-            if counts_against_tool(error):
+            elif counts_against_tool(error):
                 breaker.record_failure()
+            if watch is not None and breaker.state != before:
+                watch.breaker_changed(spec, breaker.state)
+            if error is None:
+                break
             if not error.retryable or attempts >= max_attempts:
                 break
-            delay = self._retry.delay(attempts)
+            # a service that said when to come back (Retry-After) is not asked again sooner
+            delay = max(self._retry.delay(attempts), getattr(error, "retry_delay_s", None) or 0.0)
+            if watch is not None:
+                watch.call_retried(spec)
             await observer.node_retrying(node, round_, attempts, delay, error.structured())
             await self._sleep(delay)
         outcome: ConditionOutcome | None = None

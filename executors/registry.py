@@ -54,6 +54,12 @@ class ToolSpec:
     concurrency_class: str = "default"
     slow: bool = False
     approval: Approval = "none"  # "required": each call waits for a person's approval
+    source: str = "builtin"  # where the tool comes from, as metrics label it (a toolset's name, "model"...)
+
+    @property
+    def breaker_key(self) -> str:
+        """What its circuit breaker is keyed on: the tool's name (a remote tool adds its toolset)."""
+        return self.name
 
     @property
     def is_async(self) -> bool:
@@ -136,6 +142,7 @@ class ToolRegistry:
         concurrency_class: str = "default",
         slow: bool = False,
         approval: Approval = "none",
+        source: str = "builtin",
     ) -> Callable[[F], F]:
         """Register the decorated function as a tool; the function itself is returned unchanged."""
 
@@ -151,6 +158,7 @@ class ToolRegistry:
                     concurrency_class=concurrency_class,
                     slow=slow,
                     approval=approval,
+                    source=source,
                 )
             )
             return func
@@ -193,6 +201,7 @@ def build_spec(
     concurrency_class: str = "default",
     slow: bool = False,
     approval: Approval = "none",
+    source: str = "builtin",
 ) -> ToolSpec:
     """A ToolSpec from a typed function (see the module docstring)."""
     tool_name = name or func.__name__
@@ -236,6 +245,7 @@ def build_spec(
         concurrency_class=concurrency_class,
         slow=slow,
         approval=approval,
+        source=source,
     )
 
 

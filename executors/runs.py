@@ -15,7 +15,8 @@ active-runs cap again whenever a run goes back to executing (a resume, an approv
 resumed or re-planned).
 
 People stay in the loop (`executors.steering`): a run pauses in `awaiting_approval` where a tool or
-the tenant's policy asks for a person's consent (`executors.approvals`) and holds no lease while it
+the tenant's policy asks for a person's consent (`executors.approvals`), or in `requires_action`
+while its caller executes tool calls handed to it (`executors.tool_calls`), and holds no lease while it
 waits; a run that ends for good opens an escalation (`executors.escalations`); what people do about
 them (decide, expire, resume, re-plan, close) is `executors.operator_actions`, exposed here; chosen
 events are POSTed to the run's webhook (`executors.webhooks`) without waiting for the receiver.
@@ -39,7 +40,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contract.plan import Plan
 from executors.approvals import ApprovalDecision, Decider, Verdict
-from executors.driver import Announcement, DriveContext, Replanner, RunDriver, RunHook
+from executors.driver import Announcement, DriveContext, Replanner, RunDriver, RunHook, RunTools
 from executors.errors import RunNotFound, structured_error
 from executors.leases import default_replica_id
 from executors.observation import NodeResult
@@ -56,10 +57,12 @@ from executors.stores import (
     RunStore,
     RunUpdate,
     TenantQuota,
+    ToolAnswer,
     WebhookDelivery,
 )
+from executors.tool_calls import ToolCallActions
 
-__all__ = ["Announcement", "Replanner", "RunHook", "RunService", "RunView"]
+__all__ = ["Announcement", "Replanner", "RunHook", "RunService", "RunTools", "RunView"]
 
 logger = logging.getLogger("planstack.executors.runs")
 OutsideBytes = Callable[[str], Awaitable[int]]
@@ -88,6 +91,8 @@ class RunView(BaseModel):
     webhook_url: str | None = None
     deliveries: list[WebhookDelivery] = []
     planner: dict[str, Any] | None = None
+    tools: dict[str, Any] | None = None
+    action: dict[str, Any] | None = None
 
     def current_nodes(self) -> list[NodeResult]:
         return [node for node in self.nodes if node.round == self.round]
@@ -110,11 +115,13 @@ class RunService:
         steering: Steering | None = None,
         on_succeeded: RunHook | None = None,
         outside_bytes: OutsideBytes | None = None,
+        tools: RunTools | None = None,
     ) -> None:
         """`outside_bytes(tenant)`: what the tenant keeps outside the run store (the gateway's
         demonstrations and cached catalogs), counted with its stored bytes when a run is created."""
         self.store = store
         self._outside_bytes = outside_bytes
+        self.tools = tools
         self.steering = steering or Steering()
         self.on_succeeded = on_succeeded
         self.scheduler = scheduler
@@ -123,6 +130,9 @@ class RunService:
         self.replanner = replanner
         self.replica_id = replica_id or self.runs_config.replica_id or default_replica_id()
         self.operator = OperatorActions(store, self, self.steering)
+        self.tool_calls = ToolCallActions(
+            store, self._answered, owner=lambda: self.replica_id, ttl_s=self.runs_config.lease_ttl_s
+        )
         self._new_id = new_id or (lambda: "run_" + uuid.uuid4().hex[:20])
         self._live: dict[str, RunDriver] = {}
 
@@ -136,15 +146,23 @@ class RunService:
         *,
         webhook_url: str | None = None,
         planner: dict[str, Any] | None = None,
+        tools: dict[str, Any] | None = None,
     ) -> str:
         """Record a new run (leased to this process) and execute it in the background; returns its id
         at once. Over a cap: `PlanTooLarge` or a `QuotaExceeded` subclass, nothing written. The
-        caller has checked `webhook_url` (`executors.webhooks.check_webhook_url`)."""
+        caller has checked `webhook_url` (`executors.webhooks.check_webhook_url`). `tools`: the run's
+        own tool definitions (what `RunTools` executes it with), None for the built-in catalog."""
         check_plan_size(plan, self.runs_config)
         run_id = self._new_id()
         lease = await self.store.create_run(
             RunRecord(
-                run_id=run_id, tenant=tenant, request=request, plan=plan, webhook_url=webhook_url, planner=planner
+                run_id=run_id,
+                tenant=tenant,
+                request=request,
+                plan=plan,
+                webhook_url=webhook_url,
+                planner=planner,
+                tools=tools,
             ),
             owner=self.replica_id,
             ttl_s=self.runs_config.lease_ttl_s,
@@ -294,6 +312,16 @@ class RunService:
         """Close the run's open escalation with a note; returns the escalation as recorded."""
         return await self.operator.close_escalation(tenant, run_id, by, note)
 
+    async def answer_tool_call(
+        self, tenant: str, run_id: str, node_id: str, *, output: Any = None, error: str | None = None, by: str | None
+    ) -> ToolAnswer:
+        """Answer a call the run handed to its caller (see `ToolCallActions.answer`)."""
+        return await self.tool_calls.answer(tenant, run_id, node_id, output=output, error=error, by=by)
+
+    async def expire_unanswered(self) -> list[str]:
+        """Fail every handed-out call past its expiry (see `ToolCallActions.expire_overdue`)."""
+        return await self.tool_calls.expire_overdue()
+
     async def events(self, tenant: str, run_id: str, *, after: int = 0) -> AsyncIterator[RunEvent]:
         """Stored events of the run after `after`, then live ones until it finishes or its driver
         (in any process) is gone. Waiting costs nothing: the store's feed wakes this follower only
@@ -334,12 +362,16 @@ class RunService:
             runs_config=self.runs_config,
             replanner=self.replanner,
             on_succeeded=self.on_succeeded,
+            tools=self.tools,
         )
         driver = RunDriver(context, lease)
         self._live[lease.run_id] = driver
         driver.start(resumed=resumed, announce=announce, on_done=self._forget)
 
     # -- plumbing --------------------------------------------------------------------------------
+
+    def _answered(self, lease: Lease, announced: dict[str, Any]) -> None:
+        self.launch(lease, resumed=True, announce=("tool_output_received", announced))
 
     def _forget(self, driver: RunDriver) -> None:
         if self._live.get(driver.run_id) is driver:
@@ -350,7 +382,7 @@ class RunService:
         return driver is not None and not driver.lost
 
     async def _may_change(self, tenant: str, run_id: str) -> bool:
-        """A driver lives, or the run waits for a person (whose decision wakes the followers). A live
+        """A driver lives, or the run waits for a person or its caller (whose answer wakes the followers). A live
         lease counts whatever the status says: a driver records the final status before it appends
         `run_finished` and releases the lease after, so a follower in another process that saw the
         status alone would end the stream without the run's last event."""
@@ -359,4 +391,4 @@ class RunService:
         record = await self.store.get_run(tenant, run_id)
         if record is None:
             return False
-        return record.status == "awaiting_approval" or record.driven
+        return record.status in ("awaiting_approval", "requires_action") or record.driven

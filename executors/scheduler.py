@@ -14,6 +14,11 @@ node's result is handed to the observer (which commits it) before any dependant 
 - Approvals: a ready node whose call the `CallGate` holds is not dispatched; it is returned in
   `RoundOutcome.held` with its resolved arguments, and it and everything waiting on it stay
   unsettled (nothing is committed for them), so the round can run again once a person decided.
+- Calls the caller answers (`PausingToolSpec`: the app's own tools, `ask_user`): a ready node settles
+  with the answer recorded for it (`answers`, matched on its input hash); without one it is returned
+  in `RoundOutcome.awaiting` and, like a held call, leaves what waits on it unsettled.
+- A run may bring its own tools (toolsets, the caller's tools): `registry` replaces the scheduler's
+  for that round.
 """
 
 from __future__ import annotations
@@ -38,10 +43,13 @@ from executors.execution import (
     RetryPolicy,
     SchedulerObserver,
     Sleep,
+    ToolCallObserver,
 )
 from executors.observation import NodeResult, sha256_json, summarize_result
 from executors.references import resolve_args
-from executors.registry import ToolRegistry
+from executors.registry import ToolRegistry, ToolSpec
+from executors.sources.client_tools import PausingToolSpec
+from executors.stores import ToolAnswer
 
 ReuseKey = tuple[str, str, str]
 """(tool, tool version, input hash)."""
@@ -67,6 +75,7 @@ class RoundOutcome:
     stop: dict[str, Any] | None = None
     lost: list[str] = field(default_factory=list)  # nodes whose output is missing
     held: list[HeldCall] = field(default_factory=list)  # calls waiting for approval (the round is paused)
+    awaiting: list[HeldCall] = field(default_factory=list)  # calls handed to the caller, not answered yet
 
 
 class DagScheduler:
@@ -82,8 +91,10 @@ class DagScheduler:
         rng: random.Random | None = None,
         wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.perf_counter,
+        tool_calls: ToolCallObserver | None = None,
     ) -> None:
         self.registry = registry
+        self.tool_calls = tool_calls
         self.config = config or ExecutorConfig()
         self.breakers = breakers or BreakerBoard(self.config.breaker_threshold, self.config.breaker_cooldown_s)
         self._sleep = sleep
@@ -104,6 +115,7 @@ class DagScheduler:
                 sleep=self._sleep,
                 wall_clock=self._wall_clock,
                 monotonic=self._monotonic,
+                tool_calls=self.tool_calls,
             )
             self._executor_by_loop = (loop, executor)
         return self._executor_by_loop[1]
@@ -119,9 +131,12 @@ class DagScheduler:
         max_steps: int | None = None,
         max_seconds: float | None = None,
         gate: CallGate | None = None,
+        registry: ToolRegistry | None = None,
+        answers: Mapping[str, ToolAnswer] | None = None,
     ) -> RoundOutcome:
         """Run `plan` to the end. `completed` holds results of this round already committed
-        (resume): those nodes are not run again. `gate` holds calls that need an approval."""
+        (resume): those nodes are not run again. `gate` holds calls that need an approval; `answers`
+        (node id → answer) settle the calls the caller answered; `registry` is the run's own."""
         runner = _RoundRunner(
             self,
             plan,
@@ -131,6 +146,8 @@ class DagScheduler:
             dict(reusable or {}),
             self.config.max_steps if max_steps is None else max_steps,
             gate,
+            registry or self.registry,
+            dict(answers or {}),
         )
         return await runner.run(self.config.max_run_seconds if max_seconds is None else max_seconds)
 
@@ -148,10 +165,15 @@ class _RoundRunner:
         reusable: dict[ReuseKey, NodeResult],
         max_steps: int,
         gate: CallGate | None = None,
+        registry: ToolRegistry | None = None,
+        answers: dict[str, ToolAnswer] | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.registry = registry or scheduler.registry
+        self.answers = answers or {}
         self.gate = gate
         self.held: dict[str, HeldCall] = {}
+        self.awaiting: dict[str, HeldCall] = {}
         self.executor = scheduler._executor()
         self.round = round_
         self.observer = observer
@@ -205,12 +227,13 @@ class _RoundRunner:
             await self._cancel_running()  # cancelled from outside: commit nothing for running nodes
             raise
         if self.stop is not None:  # a cap ended the round: held calls are skipped like the rest
-            for node_id in self.held:
+            for node_id in [*self.held, *self.awaiting]:
                 self.status[node_id] = "pending"
             self.held.clear()
+            self.awaiting.clear()
         # Never dispatched (step cap, or waiting on a standby node): skipped. While calls are held for
-        # an approval, what waits stays unsettled instead: the round runs again after the decision.
-        for node_id in [] if self.held else list(self.nodes):
+        # an approval or an answer, what waits stays unsettled instead: the round runs again after it.
+        for node_id in [] if self.held or self.awaiting else list(self.nodes):
             if self.status[node_id] == "pending":
                 reason = self.stop or UpstreamFailed(
                     f"{node_id} never became ready (waits on {', '.join(sorted(self._unfinished_upstream(node_id)))})"
@@ -219,12 +242,13 @@ class _RoundRunner:
         lost = [n for n in self.nodes if n not in self.standby and self._effective(n) != "ok"]
         return RoundOutcome(
             round=self.round,
-            ok=not lost and self.stop is None and not self.held,
+            ok=not lost and self.stop is None and not self.held and not self.awaiting,
             results=dict(self.results),
             steps=self.steps,
             stop=None if self.stop is None else self.stop.structured(),
             lost=lost,
             held=list(self.held.values()),
+            awaiting=list(self.awaiting.values()),
         )
 
     async def _cancel_running(self) -> None:
@@ -317,7 +341,7 @@ class _RoundRunner:
     async def _dispatch(self, node: PlanNode) -> None:
         fallback_for = self._fallback_for(node.id)
         try:
-            spec = self.scheduler.registry.get(node.tool)
+            spec = self.registry.get(node.tool)
             resolved = resolve_args(node.args, self._output_of)
             kwargs, json_args = spec.prepare_call(resolved)
         except ExecutorError as exc:
@@ -332,10 +356,18 @@ class _RoundRunner:
             self.status[node.id] = "held"
             self.held[node.id] = HeldCall(node_id=node.id, tool=spec.name, args=json_args, input_hash=input_hash)
             return
+        answer = self.answers.get(node.id)
+        if isinstance(spec, PausingToolSpec) and (answer is None or answer.input_hash != input_hash):
+            self.status[node.id] = "held"
+            self.awaiting[node.id] = HeldCall(node_id=node.id, tool=spec.name, args=json_args, input_hash=input_hash)
+            return
         if self.steps >= self.max_steps:
             self.stop = StepCapReached(f"step cap reached: {self.max_steps} tool executions in this run")
             return
         self.steps += 1
+        if isinstance(spec, PausingToolSpec) and answer is not None:
+            await self._settle(await self._answered(node, spec, json_args, input_hash, answer, fallback_for))
+            return
         self.status[node.id] = "running"
         await self.observer.node_started(node, self.round)
         task = asyncio.create_task(
@@ -369,7 +401,7 @@ class _RoundRunner:
         fallback_for: str | None = None,
     ) -> NodeResult:
         node = self.nodes[node_id]
-        spec = self.scheduler.registry.get(node.tool) if node.tool in self.scheduler.registry else None
+        spec = self.registry.get(node.tool) if node.tool in self.registry else None
         result = NodeResult.model_construct(
             node_id=node_id,
             tool=node.tool,
@@ -379,6 +411,48 @@ class _RoundRunner:
             finished_at=self.scheduler._wall_clock(),
             success_condition=node.success_condition,
             error=error.structured(),
+            fallback_for=fallback_for,
+        )
+        result.summary = summarize_result(result, max_chars=self.scheduler.config.summary_chars)
+        return result
+
+    async def _answered(
+        self,
+        node: PlanNode,
+        spec: ToolSpec,
+        json_args: dict[str, Any],
+        input_hash: str,
+        answer: ToolAnswer,
+        fallback_for: str | None,
+    ) -> NodeResult:
+        """The result of a call the caller answered: its output (checked against the node's success
+        condition) or the error it reported."""
+        error = answer.error
+        passed: bool | None = None
+        if error is None and node.success_condition is not None:
+            outcome = await self.executor.conditions.check(
+                node.success_condition, answer.output, max_chars=self.scheduler.config.max_condition_chars
+            )
+            passed = outcome.passed
+            error = None if outcome.error is None else outcome.error.structured()
+        now = self.scheduler._wall_clock()
+        result = NodeResult.model_construct(
+            node_id=node.id,
+            tool=spec.name,
+            status="succeeded" if error is None else "failed",
+            round=self.round,
+            tool_version=spec.version,
+            attempts=1,
+            started_at=answer.answered_at or now,
+            finished_at=now,
+            duration_ms=0.0,
+            args=json_args,
+            input_hash=input_hash,
+            output=answer.output if error is None else None,
+            output_sha256=sha256_json(answer.output) if error is None else None,
+            success_condition=node.success_condition,
+            condition_passed=passed,
+            error=error,
             fallback_for=fallback_for,
         )
         result.summary = summarize_result(result, max_chars=self.scheduler.config.summary_chars)

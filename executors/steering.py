@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 class SteeringObserver(Protocol):
-    """Counters of what people decided and what was pushed to them (the gateway's metrics)."""
+    """Counters of what people decided and what was pushed to them, and of how runs end (the gateway's
+    metrics)."""
 
     def approval_decided(self, tenant: str, verdict: str, waited_s: float) -> None: ...
 
@@ -29,6 +30,14 @@ class SteeringObserver(Protocol):
     def escalation_handled(self, tenant: str, action: str) -> None: ...
 
     def webhook_delivery(self, outcome: str) -> None: ...
+
+    def run_finished(self, status: str) -> None: ...
+
+    def replanned(self) -> None: ...
+
+    def runs_waiting(self, counts: dict[str, int]) -> None:
+        """How many runs of every tenant wait for a person or for their caller now (from the store)."""
+        ...
 
 
 class NullSteeringObserver:
@@ -42,6 +51,15 @@ class NullSteeringObserver:
         return None
 
     def webhook_delivery(self, outcome: str) -> None:
+        return None
+
+    def run_finished(self, status: str) -> None:
+        return None
+
+    def replanned(self) -> None:
+        return None
+
+    def runs_waiting(self, counts: dict[str, int]) -> None:
         return None
 
 

@@ -5,8 +5,11 @@
   taken over `runs.max_takeovers` times is left `interrupted` (a run that keeps killing its drivers
   must not take the whole fleet down); `POST /v1/runs/{id}/resume` still continues it.
 - Approval expiry: every `approvals.expiry_sweep_s`, requests past their expiry are closed as
-  `expired` (the run stops and escalates). Paused runs are never taken over: they hold no lease
-  and are not `running`.
+  `expired` (the run stops and escalates); so are tool calls handed to a run's caller that nobody
+  answered in time (the node fails with `timeout`). Paused runs are never taken over: they hold no
+  lease and are not `running`.
+- Waiting runs: at the same pace, the number of runs paused for a person or for their caller's tool
+  outputs is read from the store (one indexed count; all replicas see the same figure) for the metrics.
 - Retention: every `runs.purge_interval_s`, finished or abandoned runs past `runs.retention_max_age_s`
   are deleted, then the oldest while the store is over `runs.retention_max_total_bytes`, and expired
   cache entries (`planstack runs purge` does the same once).
@@ -27,6 +30,13 @@ if TYPE_CHECKING:
     from executors.runs import RunService
 
 logger = logging.getLogger("planstack.executors.upkeep")
+
+
+async def count_waiting(service: RunService) -> dict[str, int]:
+    """Runs of every tenant paused for approval or for tool outputs, handed to the steering observer."""
+    counts = await service.store.paused_counts()
+    service.steering.observer.runs_waiting(counts)
+    return counts
 
 
 async def purge(store: RunStore) -> PurgeReport:
@@ -66,6 +76,8 @@ async def upkeep(service: RunService) -> AsyncIterator[None]:
     if config.takeover:
         loops.append(_every(config.takeover_interval_s, lambda: take_over_orphans(service), "takeover"))
     loops.append(_every(service.steering.approvals.expiry_sweep_s, service.expire_overdue, "expiry"))
+    loops.append(_every(service.steering.approvals.expiry_sweep_s, service.expire_unanswered, "tool-call expiry"))
+    loops.append(_every(service.steering.approvals.expiry_sweep_s, lambda: count_waiting(service), "waiting runs"))
     if config.purge_interval_s > 0:
         loops.append(_every(config.purge_interval_s, lambda: purge(service.store), "purge"))
     try:

@@ -142,12 +142,15 @@ class PlannerService:
         *,
         tenant: str = "default",
         cache_salt: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> Plan:
-        """The executors' Replanner: plan the remaining work from observation *summaries* only."""
+        """The executors' Replanner: plan the remaining work from observation *summaries* only, over
+        `tools` (a run's own catalog, OpenAI format) or the service's catalog."""
         self._check_request(request)
         summaries = {node: str(summary)[:200] for node, summary in completed.items()}
         extra = self.prompts.replan(summaries, failure_summary)
-        result = await self._run(request, self.catalog, tenant=tenant, cache_salt=cache_salt, extra=extra)
+        catalog = self.catalog if tools is None else ToolCatalog.from_openai(tools)
+        result = await self._run(request, catalog, tenant=tenant, cache_salt=cache_salt, extra=extra)
         if result.plan is None:
             raise PlanningFailed(result.reason or "no tool fits the remaining work", result.attempts)
         return result.plan

@@ -38,8 +38,11 @@ from serving.routes import models as models_route
 from serving.routes import plans as plans_route
 from serving.routes import responses as responses_route
 from serving.routes import runs as runs_route
+from serving.routes import tool_outputs as tool_outputs_route
+from serving.routes import toolsets as toolsets_route
 from serving.routes import webhooks as webhooks_route
 from serving.runs.service import RunGateway
+from serving.runs.tool_outputs import ToolOutputGateway
 from serving.settings import Settings
 from serving.stack import Stack, build_stack
 from serving.steering import SteeringGateway
@@ -131,6 +134,16 @@ def init_app_state(state: State, stack: Stack) -> Services:
     return state.services
 
 
+def wire_toolsets(services: Services, stack: Stack) -> None:
+    """The tenants' toolsets once the stack has started: their service, the runs' tools and the answers
+    to the calls runs hand to their callers; plans and the planner model resolve `toolsets` through them."""
+    assert stack.toolsets is not None and stack.run_tools is not None
+    services.toolset_service = stack.toolsets
+    services.run_tools_service = stack.run_tools
+    services.tool_output_gateway = ToolOutputGateway(stack.run_service(), stack.run_tools)
+    services.planning().run_tools = stack.run_tools
+
+
 def create_app(source: Stack | Settings, *, engine_model: str | None = None, model_dir: Path | None = None) -> FastAPI:
     """The gateway over a stack: one built by `build_stack`, or settings to build one from (with the
     engine's served model name and the prepared weights folder, as `build_stack` takes them). The
@@ -144,6 +157,7 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
                 stack.run_service(), services.planning(), webhooks=stack.settings.webhooks
             )
             services.steering_gateway = SteeringGateway(stack.run_service(), services.planning())
+            wire_toolsets(services, stack)
             # What start-up built lives as long as the gateway: out of the cyclic GC's sight, so that a large
             # request's allocations do not set off full collections of it (100-260 ms of the event loop each,
             # measured under load here); unfrozen at shutdown (tests run many gateways in one process).
@@ -154,15 +168,18 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
             finally:
                 gc.unfreeze()
                 services.run_gateway = services.steering_gateway = None
+                services.toolset_service = services.run_tools_service = services.tool_output_gateway = None
+                services.planning().run_tools = None
 
     app = FastAPI(title="planstack", version=__version__, lifespan=lifespan)
     app.state.stack = stack
     app.state.started_at = time.time()
     services = init_app_state(app.state, stack)
     routes = (models_route, chat_route, responses_route, completions_route, embeddings_route, plans_route, runs_route)
+    tool_routes = (toolsets_route, tool_outputs_route)
     steering_routes = (approvals_route, escalations_route, webhooks_route)
     memory_routes = (feedback_route, demonstrations_route)
-    for module in (*routes, *steering_routes, *memory_routes, health_route, metrics_route):
+    for module in (*routes, *tool_routes, *steering_routes, *memory_routes, health_route, metrics_route):
         app.include_router(module.router)
     if stack.settings.ui.enabled:
         app.include_router(ui_router())

@@ -19,9 +19,12 @@ from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.plans.service import PlanningGateway
 from serving.runs.service import RunGateway
+from serving.runs.tool_outputs import ToolOutputGateway
 from serving.schema_guard import SchemaGuard
 from serving.settings import Settings
 from serving.steering import SteeringGateway
+from serving.toolsets.run_tools import RunToolsService
+from serving.toolsets.service import ToolsetService
 from serving.upstream import EngineClient
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -45,6 +48,9 @@ class Services:
     embeddings: EmbeddingService | None = None
     steering_gateway: SteeringGateway | None = None
     demonstrations: DemonstrationService | None = None
+    toolset_service: ToolsetService | None = None
+    run_tools_service: RunToolsService | None = None
+    tool_output_gateway: ToolOutputGateway | None = None
 
     def planning(self) -> PlanningGateway:
         if self.planning_gateway is None:
@@ -60,6 +66,21 @@ class Services:
         if self.run_gateway is None:
             raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
         return self.run_gateway
+
+    def toolsets(self) -> ToolsetService:
+        if self.toolset_service is None:
+            raise EngineUnavailableError("toolsets are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.toolset_service
+
+    def run_tools(self) -> RunToolsService:
+        if self.run_tools_service is None:
+            raise EngineUnavailableError("toolsets are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.run_tools_service
+
+    def tool_outputs(self) -> ToolOutputGateway:
+        if self.tool_output_gateway is None:
+            raise EngineUnavailableError("runs are not available yet (the gateway is starting)", retry_after_s=1)
+        return self.tool_output_gateway
 
     def steering(self) -> SteeringGateway:
         if self.steering_gateway is None:
@@ -98,15 +119,18 @@ async def read_json(request: Request, limit: int) -> Any:
     return decode_json(await read_body(request, limit))
 
 
-async def read_model(request: Request, model: type[ModelT], who: Principal, *, optional: bool = False) -> ModelT:
-    """THE way a route reads its JSON body: read with a hard size cap, then decoded and validated into
-    `model` by the door (on the event loop when small, else in a worker on the tenant's share).
-    `optional`: a request without a body is `{}` (POST actions whose fields are all optional)."""
+async def read_model(
+    request: Request, model: type[ModelT], who: Principal, *, optional: bool = False, limit: int | None = None
+) -> ModelT:
+    """THE way a route reads its JSON body: read with a hard size cap (`limit`, else
+    `gateway.max_body_bytes`), then decoded and validated into `model` by the door (on the event loop
+    when small, else in a worker on the tenant's share). `optional`: a request without a body is `{}`
+    (POST actions whose fields are all optional)."""
     svc = services(request)
     if optional and request.headers.get("content-length", "0") == "0" and "transfer-encoding" not in request.headers:
         body = b"{}"
     else:
-        body = await read_body(request, svc.settings.gateway.max_body_bytes)
+        body = await read_body(request, svc.settings.gateway.max_body_bytes if limit is None else limit)
     return await svc.door.parse(model, body, tenant=who.tenant)
 
 

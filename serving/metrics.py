@@ -1,14 +1,49 @@
 """Prometheus metrics of the gateway, on a registry owned by one app instance (no global state).
 
+Per-tool series are labelled by `source` (`builtin`, `model`, a toolset's name) and `tool`. Toolsets
+are the tenants' own, so their labels are bounded (`BoundedLabels`): the first `tools.metrics_max_sources`
+sources and, per source, the first `tools.metrics_max_tools_per_source` tools keep their names; later
+ones are counted as `other`.
+
 Series name a tenant only when `tenant_labels` is on, which the gateway does only when /metrics is
 protected by `gateway.metrics_token`: an open /metrics would list every tenant's ids and activity to
-anyone who can reach it. Without the labels those series count all tenants together."""
+anyone who can reach it. Without the labels those series count all tenants together.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+if TYPE_CHECKING:
+    from executors.registry import ToolSpec
+
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+OTHER = "other"
+BREAKER_STATES = {"closed": 0.0, "open": 1.0, "half_open": 0.5}
+
+
+class BoundedLabels:
+    """(source, tool) label pairs with a bounded number of distinct values (see module doc)."""
+
+    def __init__(self, max_sources: int = 50, max_tools_per_source: int = 20) -> None:
+        self.max_sources = max_sources
+        self.max_tools = max_tools_per_source
+        self._tools: dict[str, set[str]] = {}
+
+    def __call__(self, source: str, tool: str) -> tuple[str, str]:
+        known = self._tools.get(source)
+        if known is None:
+            if len(self._tools) >= self.max_sources:
+                return OTHER, OTHER
+            known = self._tools[source] = set()
+        if tool not in known:
+            if len(known) >= self.max_tools:
+                return source, OTHER
+            known.add(tool)
+        return source, tool
 
 
 class GatewayMetrics:
@@ -91,6 +126,72 @@ class GatewayMetrics:
             ["outcome"],
             registry=self.registry,
         )
+
+        self.tool_labels = BoundedLabels()
+        self.tool_calls = Counter(
+            "planstack_tool_calls_total",
+            "Tool call attempts by source, tool and outcome (ok, or the error's type: timeout, unavailable, ...)",
+            ["source", "tool", "outcome"],
+            registry=self.registry,
+        )
+        self.tool_seconds = Histogram(
+            "planstack_tool_call_seconds",
+            "Duration of one tool call attempt",
+            ["source", "tool"],
+            buckets=TOOL_BUCKETS,
+            registry=self.registry,
+        )
+        self.tool_retries = Counter(
+            "planstack_tool_retries_total", "Tool calls sent again after a retryable failure", ["source", "tool"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.tool_breaker = Gauge(
+            "planstack_tool_breaker_state",
+            "Circuit breaker of a tool: 0 closed, 0.5 half-open (one trial call), 1 open (calls fail fast)",
+            ["source", "tool"],
+            registry=self.registry,
+        )
+        self.runs_finished = Counter(
+            "planstack_runs_finished_total", "Runs that ended, by status", ["status"], registry=self.registry
+        )
+        self.replans = Counter(
+            "planstack_replans_total", "Re-plans after nodes failed for good", registry=self.registry
+        )
+        self.runs_waiting_gauge = Gauge(
+            "planstack_runs_waiting",
+            "Runs (all tenants) paused for a person's approval (awaiting_approval) or their caller's tool outputs "
+            "(requires_action), read from the run store",
+            ["reason"],
+            registry=self.registry,
+        )
+
+    def bound_tool_labels(self, max_sources: int, max_tools_per_source: int) -> None:
+        self.tool_labels = BoundedLabels(max_sources, max_tools_per_source)
+
+    # -- the executors' ToolCallObserver ------------------------------------------------------------
+
+    def call_finished(self, spec: ToolSpec, outcome: str, seconds: float) -> None:
+        source, tool = self.tool_labels(spec.source, spec.name)
+        self.tool_calls.labels(source, tool, outcome).inc()
+        self.tool_seconds.labels(source, tool).observe(seconds)
+
+    def call_retried(self, spec: ToolSpec) -> None:
+        self.tool_retries.labels(*self.tool_labels(spec.source, spec.name)).inc()
+
+    def breaker_changed(self, spec: ToolSpec, state: str) -> None:
+        self.tool_breaker.labels(*self.tool_labels(spec.source, spec.name)).set(BREAKER_STATES.get(state, 1.0))
+
+    # -- the executors' SteeringObserver --------------------------------------------------------------
+
+    def run_finished(self, status: str) -> None:
+        self.runs_finished.labels(status).inc()
+
+    def replanned(self) -> None:
+        self.replans.inc()
+
+    def runs_waiting(self, counts: dict[str, int]) -> None:
+        for reason, count in counts.items():
+            self.runs_waiting_gauge.labels(reason).set(count)
 
     def _tenant(self, tenant: str) -> tuple[str, ...]:
         return (tenant,) if self.tenant_labels else ()

@@ -173,6 +173,9 @@ class ChatCompletionRequest(_Public):
     tool_choice: str | dict[str, JsonValue] | None = None
     parallel_tool_calls: bool | None = None
     user: str | None = Field(None, max_length=256)
+    toolsets: list[Annotated[str, Field(min_length=1, max_length=48)]] | None = Field(
+        None, max_length=64, description="The `planner` model only: plan over these toolsets too (never sent on)."
+    )
 
     def prompt_chars(self, *, include_tools: bool = True, limit: int | None = None) -> int:
         """The text the prompt is built from: messages, the `tools` definitions and assistant `tool_calls`
@@ -197,7 +200,7 @@ class ChatCompletionRequest(_Public):
     def engine_body(self, *, model: str, cache_salt: str) -> dict[str, Any]:
         """The body sent to vLLM: declared fields only, the server-side salt added."""
         body = self.model_dump(
-            exclude_none=True, by_alias=True, exclude=set(self.model_extra or {}) | {"model", "user"}
+            exclude_none=True, by_alias=True, exclude=set(self.model_extra or {}) | {"model", "user", "toolsets"}
         )
         body["model"] = model
         body["cache_salt"] = cache_salt

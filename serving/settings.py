@@ -28,6 +28,7 @@ from executors.webhooks import WebhooksConfig
 from planner.config import PlannerConfig
 from retrieval.config import RetrievalConfig
 from retrieval.memory_config import LearningConfig
+from serving.toolsets.config import ToolsConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = Path(os.environ.get("PLANSTACK_CONFIG_DIR", REPO_ROOT / "configs"))
@@ -313,6 +314,7 @@ class Settings(BaseSettings):
     ui: UiSettings = Field(default_factory=UiSettings)  # type: ignore[arg-type]
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     learning: LearningConfig = Field(default_factory=LearningConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)  # type: ignore[arg-type]
 
     @field_validator("home", mode="after")
     @classmethod

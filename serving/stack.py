@@ -2,10 +2,11 @@
 
 `build_stack(settings)` makes the ONE engine client (chat relay, tool calls, planner and re-planner
 traffic all take its bounded per-tenant slots), the planner on top of it, the tool registry with the
-knowledge base, the cache salter, the schema guard, the embedding service and each tenant's
-demonstration memory (all on the knowledge base's model: one MiniLM per process); `await
-stack.start()` (or `async with stack:`) opens the run store and the run service inside the running
-event loop, and `aclose()` closes everything in reverse order. The gateway's lifespan, every CLI
+knowledge base, the model's plan steps (`llm_generate`, `llm_extract`), the cache salter, the schema
+guard, the embedding service and each tenant's demonstration memory (all on the knowledge base's
+model: one MiniLM per process); `await stack.start()` (or `async with stack:`) opens the run store,
+the tenants' toolsets (their live sources, their sealed credentials) and the run service inside the
+running event loop, and `aclose()` closes everything in reverse order. The gateway's lifespan, every CLI
 command, the benchmarks (`standalone_planner_llm`, `build_planner`, `StandaloneRuns`) and the test
 helpers get their objects here; nothing else constructs them.
 Tests inject a registry or a planner LLM.
@@ -27,6 +28,8 @@ from executors.config import ExecutorConfig
 from executors.registry import ToolRegistry
 from executors.runs import RunService, RunView
 from executors.scheduler import DagScheduler
+from executors.sources.egress import Resolver
+from executors.sources.llm_steps import StepLimits, register_llm_steps
 from executors.stores import RunStore, open_run_store
 from executors.tools import KnowledgeSearch, default_registry
 from planner.catalog import ToolCatalog
@@ -51,6 +54,11 @@ from serving.routing import EngineRouting
 from serving.schema_guard import CompileWorker, SchemaGuard
 from serving.settings import Settings
 from serving.steering import steering_of
+from serving.toolsets.connections import ToolsetConnections
+from serving.toolsets.llm_model import EngineStepModel
+from serving.toolsets.run_tools import RunToolsService
+from serving.toolsets.security import credential_sealer, tool_schema_check
+from serving.toolsets.service import ToolsetService
 from serving.upstream import EngineClient
 
 
@@ -70,10 +78,14 @@ class Stack:
     guard: SchemaGuard
     embeddings: EmbeddingService | None  # /v1/embeddings (None when disabled), on the knowledge base's model
     demonstrations: DemonstrationService  # each tenant's memory (the planner searches it), feedback, import
+    steps: ToolRegistry  # llm_generate / llm_extract on the served model (the reserved toolset `llm`)
     door: Door  # the checks at the door: bounded, off the event loop, fair between tenants
     run_store_url: str | None = None  # a SQLite file or a store URL; None: the settings' `runs.store_url`
+    resolver: Resolver | None = None  # how toolsets' host names resolve (tests); None: tools.hosts, then DNS
     store: RunStore | None = field(default=None, init=False)
     runs: RunService | None = field(default=None, init=False)
+    toolsets: ToolsetService | None = field(default=None, init=False)
+    run_tools: RunToolsService | None = field(default=None, init=False)
     _resources: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack, init=False, repr=False)
 
     async def start(self) -> Stack:
@@ -87,13 +99,22 @@ class Stack:
         steering = steering_of(self.settings, self.store, server_secret(self.settings), self.metrics)
         if steering.notifier is not None:
             self._resources.push_async_callback(steering.notifier.aclose)  # after the runs have stopped
+        tools = self.settings.tools
+        sealer = credential_sealer(server_secret(self.settings))
+        connections = ToolsetConnections(tools, sealer, tool_schema_check, resolver=self.resolver)
+        self._resources.push_async_callback(connections.aclose)  # after the runs have stopped
+        self.toolsets = ToolsetService(self.store, connections, tools, sealer, tool_schema_check, self.door)
+        self.run_tools = RunToolsService(
+            self.toolsets, self.registry, self.steps, tools, tool_schema_check, self.door
+        )
         self.runs = RunService(
             self.store,
-            DagScheduler(self.registry, self.settings.executors),
+            DagScheduler(self.registry, self.settings.executors, tool_calls=self.metrics),
             replanner=replanner,
             steering=steering,
             on_succeeded=self.demonstrations.learn_from_run,
             outside_bytes=self.demonstrations.outside_bytes,  # demonstrations, cached catalogs: with its runs
+            tools=self.run_tools,
         )
         self._resources.push_async_callback(self.runs.aclose)
         self.demonstrations.attach(self.store)
@@ -102,7 +123,7 @@ class Stack:
     async def aclose(self) -> None:
         """Stop the runs (they stay resumable), close the store, the guard's worker and the engine
         pool; a stack that was never started closes what it made (the engine pool) all the same."""
-        self.runs, self.store = None, None
+        self.runs, self.store, self.toolsets, self.run_tools = None, None, None, None
         self.demonstrations.attach(None)
         await self._resources.aclose()
         await asyncio.to_thread(self.demonstrations.memory.flush)
@@ -132,11 +153,14 @@ def build_stack(
     registry: ToolRegistry | None = None,
     planner_llm: PlannerLLM | None = None,
     run_store_url: str | None = None,
+    resolver: Resolver | None = None,
 ) -> Stack:
     """Everything from `settings`. `engine_model` defaults to the profile's served name; `model_dir`
     (the prepared weights) lets the schema guard pre-compile client schemas as the engine would;
-    `registry` and `planner_llm` replace the demo tools and the engine-backed planner model (tests)."""
+    `registry` and `planner_llm` replace the demo tools and the engine-backed planner model, `resolver`
+    the name resolution of toolsets' hosts (tests)."""
     metrics = GatewayMetrics(tenant_labels=settings.gateway.metrics_token is not None)  # only behind the token
+    metrics.bound_tool_labels(settings.tools.metrics_max_sources, settings.tools.metrics_max_tools_per_source)
     profile = load_profile(settings.engine.profile)
     model = engine_model or profile.served_model_name
     engine = build_engine_client(settings, metrics)
@@ -150,6 +174,8 @@ def build_stack(
     planner = build_planner(
         profile.planner_config(settings.planner), llm=llm, catalog=catalog_of(tools), demos=memory, embedder=vectors
     )
+    salter = CacheSalter(settings.isolation.scope, server_secret(settings))
+    guard = SchemaGuard(settings.schema_guard, backend, metrics, worker)
     door = Door(settings.door, DoorPool(settings.door, metrics))
     embedding_shares = embedding_slots(settings.embeddings)  # /v1/embeddings and imports share them per tenant
     embeddings = EmbeddingService(settings.embeddings, knowledge.embedder, embedding_shares)
@@ -162,13 +188,27 @@ def build_stack(
         knowledge_base=knowledge,
         registry=tools,
         planner=planner,
-        salter=CacheSalter(settings.isolation.scope, server_secret(settings)),
-        guard=SchemaGuard(settings.schema_guard, backend, metrics, worker),
+        salter=salter,
+        guard=guard,
         embeddings=embeddings if settings.embeddings.enabled else None,
         demonstrations=DemonstrationService(memory, planner, settings.learning, door, embedding_shares),
+        steps=step_registry(settings, llm, salter, engine, guard),
         door=door,
         run_store_url=run_store_url,
+        resolver=resolver,
     )
+
+
+def step_registry(
+    settings: Settings, llm: PlannerLLM, salter: CacheSalter, engine: EngineClient, guard: SchemaGuard
+) -> ToolRegistry:
+    """`llm_generate` and `llm_extract` on the planner's model client (its engine slots, the tenant's salt)."""
+    limits = settings.tools.llm
+    model = EngineStepModel(llm, salter, engine.slots, guard, limits)
+    bounds = StepLimits(
+        max_tokens=limits.max_tokens, max_input_chars=limits.max_input_chars, timeout_s=limits.timeout_s
+    )
+    return register_llm_steps(ToolRegistry(), model, bounds)
 
 
 def build_engine_client(settings: Settings, metrics: GatewayMetrics | None = None) -> EngineClient:

@@ -114,12 +114,21 @@ class SteeringGateway:
         if action == "replan":
             if body.plan is None:
                 raise InvalidRequestError("re-planning an escalation needs the edited `plan`", param="plan")
-            await self._planning.check_plan(body.plan, who)
+            await self._planning.check_plan(body.plan, who, await self._run_catalog(who, run_id))
         await self.runs.reopen_escalation(who.tenant, run_id, action, self.decider(who, body.name), body.plan)
         view = await self.runs.get(who.tenant, run_id)
         if view is None:  # purged meanwhile
             raise NotFoundError(f"run {run_id!r} not found", code="run_not_found")
         return view
+
+    async def _run_catalog(self, who: Principal, run_id: str) -> list[dict[str, Any]] | None:
+        """The catalog of a run that has its own tools (toolsets, the caller's tools): an edited plan is
+        checked over what the run executes with; None for a run over the built-in catalog."""
+        record = await self.runs.store.get_run(who.tenant, run_id)
+        run_tools = self._planning.run_tools
+        if record is None or not record.tools or run_tools is None:
+            return None
+        return run_tools.catalog_for(record)
 
     async def close(self, who: Principal, run_id: str, body: EscalationAction) -> dict[str, Any]:
         state = await self.runs.close_escalation(who.tenant, run_id, self.decider(who, body.name), body.note)

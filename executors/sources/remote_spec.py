@@ -42,7 +42,7 @@ SchemaCheckFactory = Callable[[dict[str, Any]], SchemaCheck]  # raises ValueErro
 MAX_ARGS_BYTES = 256 * 1024
 
 
-class _SchemaDefined(BaseModel):
+class SchemaDefinedArgs(BaseModel):
     """Placeholder `args_model` of a remote spec: its schema is the remote tool's, not a model's."""
 
     model_config = ConfigDict(extra="allow")
@@ -59,6 +59,12 @@ class RemoteToolSpec(ToolSpec):
     @property
     def is_async(self) -> bool:
         return True
+
+    @property
+    def breaker_key(self) -> str:
+        """One breaker per toolset and tool: another toolset's (another tenant's) tool of the same name is
+        another tool."""
+        return f"{self.source_id}:{self.name}"
 
     @property
     def args_schema(self) -> dict[str, Any]:
@@ -88,8 +94,11 @@ class RemoteToolSpec(ToolSpec):
         return dict(args)
 
 
-def remote_tool_spec(source: ToolSource, tool: RemoteTool, *, schema_check: SchemaCheckFactory) -> RemoteToolSpec:
-    """The spec the scheduler runs for `tool` of `source` (SourceError for an unusable schema)."""
+def remote_tool_spec(
+    source: ToolSource, tool: RemoteTool, *, schema_check: SchemaCheckFactory, label: str | None = None
+) -> RemoteToolSpec:
+    """The spec the scheduler runs for `tool` of `source` (SourceError for an unusable schema); `label`
+    names the source in metrics (its toolset's name; default its id)."""
     try:
         check_args = schema_check(tool.parameters)
         check_output = None if tool.output_schema is None else schema_check(tool.output_schema)
@@ -110,13 +119,14 @@ def remote_tool_spec(source: ToolSource, tool: RemoteTool, *, schema_check: Sche
         description=tool.description,
         version=tool.digest[:12],
         func=call,
-        args_model=_SchemaDefined,
+        args_model=SchemaDefinedArgs,
         output_adapter=None,
         timeout_s=backstop_timeout_s(policy.timeout_s),
         retries=None if policy.retryable else 1,
         concurrency_class=policy.concurrency_class or f"toolset:{source.source_id}",
         slow=policy.slow,
         approval=policy.approval,
+        source=label or source.source_id,
         remote=tool,
         source_id=source.source_id,
         check_args=check_args,

@@ -24,19 +24,24 @@ from executors.stores.base import (
     RunRetention,
     RunSteering,
     RunStore,
+    RunToolCalls,
     TenantCache,
+    TenantToolsets,
     WebhookDeliveries,
     url_scheme,
 )
 from executors.stores.config import RunsConfig
 from executors.stores.errors import (
+    AlreadyAnswered,
     LeaseLost,
     QuotaExceeded,
     RunBusy,
     RunStoreError,
     StoredBytesQuota,
     StoredRunsQuota,
+    ToolsetExists,
     TooManyActiveRuns,
+    TooManyToolsets,
 )
 from executors.stores.feed import Subscription
 from executors.stores.postgres import PostgresRunStore
@@ -57,8 +62,10 @@ from executors.stores.records import (
 )
 from executors.stores.sql.store import SqlRunStore
 from executors.stores.sqlite import SqliteRunStore
+from executors.stores.tool_records import ToolAnswer, ToolsetKind, ToolsetRecord
 
 __all__ = [
+    "AlreadyAnswered",
     "BACKENDS",
     "TERMINAL_STATUSES",
     "EscalationState",
@@ -80,6 +87,7 @@ __all__ = [
     "RunSteering",
     "RunStore",
     "RunStoreError",
+    "RunToolCalls",
     "RunUpdate",
     "RunsConfig",
     "SqlRunStore",
@@ -89,6 +97,12 @@ __all__ = [
     "Subscription",
     "TenantCache",
     "TenantQuota",
+    "TenantToolsets",
+    "ToolAnswer",
+    "ToolsetExists",
+    "ToolsetKind",
+    "ToolsetRecord",
+    "TooManyToolsets",
     "TenantUsage",
     "TooManyActiveRuns",
     "WebhookDeliveries",

@@ -25,7 +25,7 @@ failed call leaves nothing half-written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -47,6 +47,7 @@ from executors.stores.records import (
     TenantUsage,
     WebhookDelivery,
 )
+from executors.stores.tool_records import ToolAnswer, ToolsetRecord
 
 MAX_CACHE_KEY_CHARS = 512
 MAX_CACHE_VALUE_CHARS = 4 * 1024 * 1024
@@ -213,7 +214,74 @@ class RunRetention(Protocol):
         ...
 
 
-class RunStore(RunRecords, RunEvents, RunLeases, RunSteering, WebhookDeliveries, TenantCache, RunRetention, Protocol):
+class TenantToolsets(Protocol):
+    """Each tenant's toolsets (its own MCP servers and OpenAPI services), shared by every replica."""
+
+    async def create_toolset(self, record: ToolsetRecord, *, max_per_tenant: int) -> ToolsetRecord:
+        """Record a new toolset (its times from the store's clock). `ToolsetExists` when the tenant has one
+        of that name, `TooManyToolsets` at the cap; nothing written then."""
+        ...
+
+    async def get_toolset(self, tenant: str, key: str) -> ToolsetRecord | None:
+        """The tenant's toolset with this id or name; None for an unknown one or another tenant's."""
+        ...
+
+    async def list_toolsets(self, tenant: str) -> list[ToolsetRecord]: ...
+
+    async def update_toolset_tools(
+        self, tenant: str, toolset_id: str, tools: list[dict[str, Any]], version: str
+    ) -> ToolsetRecord | None:
+        """A new snapshot of the toolset's tools (`revision` + 1 when `version` changed); None when the
+        toolset is gone."""
+        ...
+
+    async def delete_toolset(self, tenant: str, key: str) -> ToolsetRecord | None:
+        """Delete it; the deleted record, or None when there was none. Runs keep their own copies of the
+        definitions they used."""
+        ...
+
+
+class RunToolCalls(Protocol):
+    """Runs paused until the calling app (or a person) answers tool calls, and those answers."""
+
+    async def pause_for_action(
+        self, lease: Lease, action: dict[str, Any], *, round_: int, awaited: Sequence[str]
+    ) -> RunRecord | None:
+        """Fenced: the run waits (`requires_action`, with `action`) unless a call of `awaited` (node ids of
+        `round_`) was answered meanwhile: then None, and the driver runs the round again."""
+        ...
+
+    async def answer_tool_call(
+        self, tenant: str, run_id: str, answer: ToolAnswer, *, owner: str, ttl_s: float
+    ) -> Lease | None:
+        """Record the first answer of a call (`AlreadyAnswered` for any later one) and, when the run is
+        paused for its calls, move it back to `running` under a lease for `owner` (returned). None when
+        the run is not paused: its driver sees the answer before it could pause."""
+        ...
+
+    async def tool_answers(self, tenant: str, run_id: str, round_: int) -> list[ToolAnswer]: ...
+
+    async def runs_requiring_action(self, *, limit: int = 100) -> list[RunRecord]:
+        """Runs of every tenant paused for their tool calls, oldest first (the expiry sweep)."""
+        ...
+
+    async def paused_counts(self) -> dict[str, int]:
+        """How many runs wait for a person (`awaiting_approval`) or for tool outputs (`requires_action`)."""
+        ...
+
+
+class RunStore(
+    RunRecords,
+    RunEvents,
+    RunLeases,
+    RunSteering,
+    WebhookDeliveries,
+    TenantCache,
+    RunRetention,
+    TenantToolsets,
+    RunToolCalls,
+    Protocol,
+):
     """Every concern of a run store, with its settings and its followers' feed. Use from one event
     loop at a time."""
 

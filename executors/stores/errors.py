@@ -64,3 +64,30 @@ class StoredRunsQuota(QuotaExceeded):
 
 class StoredBytesQuota(QuotaExceeded):
     kind = "stored_bytes_quota"
+
+
+class ToolsetExists(ExecutorError):
+    """The tenant already has a toolset of that name (names are unique per tenant)."""
+
+    kind = "toolset_exists"
+    status = 409
+    type = "invalid_request_error"
+    param = "name"
+
+
+class TooManyToolsets(ExecutorError):
+    """The tenant has as many toolsets as `tools.max_toolsets_per_tenant` allows; nothing was written."""
+
+    kind = "too_many_toolsets"
+    status = 409
+    type = "invalid_request_error"
+
+
+class AlreadyAnswered(ExecutorError):
+    """The tool call was answered already (by this caller, another one, or its expiry): the first answer
+    is kept."""
+
+    kind = "already_answered"
+    status = 409
+    type = "invalid_request_error"
+    param = "node_id"

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contract.plan import Plan
 
-RunStatus = Literal["running", "succeeded", "failed", "interrupted", "awaiting_approval", "no_plan"]
+RunStatus = Literal["running", "succeeded", "failed", "interrupted", "awaiting_approval", "requires_action", "no_plan"]
 EventType = Literal[
     "run_started",
     "node_started",
@@ -23,11 +23,14 @@ EventType = Literal[
     "approval_decided",
     "escalated",
     "escalation_reopened",
+    "tool_call_required",
+    "tool_output_received",
     "run_finished",
 ]
 EscalationState = Literal["open", "resumed", "replanned", "closed"]
-ReopenFrom = Literal["awaiting_approval", "escalated"]
-"""What `RunStore.reopen` expects of a run: paused for approval, or failed with an open escalation."""
+ReopenFrom = Literal["awaiting_approval", "escalated", "requires_action"]
+"""What `RunStore.reopen` expects of a run: paused for approval, failed with an open escalation, or
+paused until the calling app answers its tool calls."""
 TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "no_plan"})
 
 
@@ -59,6 +62,14 @@ class RunRecord(BaseModel):
     )
     budget_round: int = Field(
         default=0, description="First round counted against the step and re-plan budgets (an operator resets it)."
+    )
+    tools: dict[str, Any] | None = Field(
+        default=None,
+        description="The tool definitions the run was planned and executed with (toolsets, the caller's own "
+        "tools, built-in steps); None: the gateway's built-in catalog.",
+    )
+    action: dict[str, Any] | None = Field(
+        default=None, description="Tool calls the run waits for the calling app (or a person) to answer."
     )
 
     @property
@@ -118,6 +129,7 @@ class RunUpdate:
     approval: dict[str, Any] | None = None
     escalation: dict[str, Any] | None = None
     budget_round: int | None = None
+    action: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

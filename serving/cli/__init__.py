@@ -6,6 +6,7 @@
     planstack runs purge                                          serving/cli/run.py
     planstack index build|query|list|info|delete-doc              serving/cli/index.py
     planstack demos import|export|list|delete                     serving/cli/demos.py
+    planstack toolsets add|list|show|refresh|delete               serving/cli/toolsets.py
     planstack bench latency|accuracy|compare                      a plugin: benchmarks/harness/cli.py
 
 The root callback loads the settings once into the context; every command builds what it needs
@@ -24,7 +25,7 @@ from importlib.metadata import entry_points
 
 import typer
 
-from serving.cli import demos, gateway, index, plan, run
+from serving.cli import demos, gateway, index, plan, run, toolsets
 from serving.settings import load_settings
 
 app = typer.Typer(help="planstack: a self-hosted planner/executor stack on vLLM.", no_args_is_help=True)
@@ -34,6 +35,7 @@ app.command("run")(run.run_command)
 app.add_typer(run.runs_app, name="runs")
 app.add_typer(index.app, name="index")
 app.add_typer(demos.app, name="demos")
+app.add_typer(toolsets.app, name="toolsets")
 
 
 @app.callback()

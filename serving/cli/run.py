@@ -4,6 +4,7 @@
     planstack run --plan plan.json            # run a plan file ({"nodes": [...]} or a bare list)
     planstack run --resume run_0123abcd        # continue an interrupted run
     planstack run "a family trip to Hangzhou"  # plan with the engine, then run
+    planstack run --plan p.json --toolsets inventory --toolsets billing --tenant acme   # the tenant's toolsets
     planstack runs purge                       # retention: delete old runs now
 
 The run service, its store (`runs.store_url` from the settings, or --store) and the registry with
@@ -42,6 +43,7 @@ _MARKS = {
     "node_skipped": ("–", "dim"),
     "replan": ("⟳", "magenta"),
     "awaiting_approval": ("⏸", "yellow"),
+    "tool_call_required": ("⏸", "yellow"),
     "escalated": ("⚑", "red"),
 }
 
@@ -62,6 +64,12 @@ def run_command(
     plan: Annotated[Path | None, typer.Option("--plan", help="Plan JSON file to run.")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Id of an interrupted run.")] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant owning the run.")] = "default",
+    toolsets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--toolsets", help="Plan and run over this toolset of the tenant (repeat; builtin, llm, ask_user too)."
+        ),
+    ] = None,
     store: StoreOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the final run as JSON only.")] = False,
 ) -> None:
@@ -78,6 +86,7 @@ def run_command(
                 plan_file=plan,
                 resume=resume,
                 tenant=tenant,
+                toolsets=toolsets,
                 store_url=store,
                 console=None if json_output else console,
             )
@@ -99,7 +108,7 @@ def run_command(
         if view.error:
             console.print(f"[red]run {view.status}:[/] {view.error.get('error')} ({view.error.get('type')})")
         console.print(f"run [bold]{view.run_id}[/] {view.status} · store {location}")
-    raise typer.Exit({"succeeded": 0, "awaiting_approval": 3}.get(view.status, 1))
+    raise typer.Exit({"succeeded": 0, "awaiting_approval": 3, "requires_action": 3}.get(view.status, 1))
 
 
 @runs_app.command("purge")
@@ -136,9 +145,9 @@ def load_plan(path: Path) -> Plan:
         raise _CliError(f"invalid plan {path}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
 
 
-async def _plan_for_run(stack: Stack, request: str, tenant: str) -> Plan:
+async def _plan_for_run(stack: Stack, request: str, tenant: str, tools: list[dict[str, Any]] | None) -> Plan:
     try:
-        result = await plan_with(stack, request, tenant)
+        result = await plan_with(stack, request, tenant, tools)
     except PlanstackBaseError as exc:
         engine_hint(exc, stack)
         raise
@@ -157,6 +166,7 @@ async def _execute(
     tenant: str,
     store_url: str | None,
     console: Console | None,
+    toolsets: list[str] | None = None,
 ) -> tuple[RunView, str]:
     """The finished run, and where its store is."""
     async with build_stack(settings, run_store_url=store_url) as stack:
@@ -166,18 +176,19 @@ async def _execute(
                 raise _CliError(f"run {resume!r} not found for tenant {tenant!r}")
             run_id = await service.resume(tenant, resume)
         else:
+            own = None if not toolsets or stack.run_tools is None else await stack.run_tools.resolve(tenant, toolsets)
             if plan_file is not None:
                 plan, text = load_plan(plan_file), f"plan file {plan_file.name}"
             else:
                 text = request or ""
-                plan = await _plan_for_run(stack, text, tenant)
-            run_id = await service.start(tenant, text, plan)
+                plan = await _plan_for_run(stack, text, tenant, None if own is None else own.catalog)
+            run_id = await service.start(tenant, text, plan, tools=None if own is None else own.recorded())
         if console is not None:
             console.print(f"run page: {settings.ui_url}#/runs/{run_id}  (the gateway's web UI, tenant {tenant!r})")
         async for event in service.events(tenant, run_id):
             if console is not None:
                 print_event(console, event)
-            if event.type == "awaiting_approval":  # a person decides, on the run page or the API: stop here
+            if event.type in ("awaiting_approval", "tool_call_required"):  # a person or the app answers: stop here
                 break
         return await service.wait(tenant, run_id), service.store.display_url
 
@@ -192,6 +203,10 @@ def print_event(console: Console, event: RunEvent) -> None:
     data = event.data
     if event.type == "awaiting_approval":
         console.print(f"[{colour}]{mark} waiting for approval[/] ({data.get('kind')}, round {event.round})")
+        return
+    if event.type == "tool_call_required":
+        what = data.get("question") or data.get("tool")
+        console.print(f"[{colour}]{mark} {event.node_id} waits for an answer[/] ({what}): see POST …/tool_outputs")
         return
     if event.type == "escalated":
         console.print(f"[{colour}]{mark} escalated[/] ({data.get('reason')}): see GET /v1/escalations")

@@ -38,6 +38,9 @@ PRELOAD = (  # what a worker imports before it says ready: the jobs, and the req
     "serving.responses.protocol",
     "serving.steering",
     "serving.demonstrations",
+    "serving.toolsets.checks",
+    "serving.toolsets.openapi_import",
+    "openapi_spec_validator.validation",  # imported by the first OpenAPI import otherwise (inside its deadline)
 )
 
 
@@ -186,6 +189,17 @@ def _answer_of(done: asyncio.Future[Answer]) -> Answer:
     return done.result()
 
 
+def _rebuilt(kind: type[PlanstackError], message: str, fields: dict[str, Any]) -> PlanstackError:
+    """The gateway error a worker raised, from its fields. A class whose constructor takes other
+    arguments (OpenApiInvalidError takes its problems) is built through the root's constructor."""
+    try:
+        return kind(message, **fields)
+    except TypeError:
+        error = kind.__new__(kind)
+        PlanstackError.__init__(error, message, **fields)
+        return error
+
+
 def _unpack(status: str, value: Any, pool: DoorPool) -> Any:
     """A worker's answer as a value, or the exception it stands for."""
     if status == "ok":
@@ -194,7 +208,7 @@ def _unpack(status: str, value: Any, pool: DoorPool) -> Any:
         raise value
     if status == "refused":
         kind, message, fields = value
-        raise kind(message, **fields)
+        raise _rebuilt(kind, message, fields)
     if status == "timeout":
         raise pool._timeout()
     if status == "crashed":

@@ -20,3 +20,6 @@ class PlanCreate(BaseModel):
     tools: Annotated[list[dict[str, JsonValue]] | None, at_most(MAX_TOOLS)] = Field(
         None, max_length=MAX_TOOLS, description="Plan over exactly these tools (OpenAI `tools` format)."
     )
+    toolsets: list[Annotated[str, Field(min_length=1, max_length=48)]] | None = Field(
+        None, max_length=64, description="Plan over these toolsets too (names or ids; `builtin`, `llm`, `ask_user`)."
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from contract.plan import Plan
 from planner.service import PlannerService
 from planner.similarity import embedding_scope
@@ -22,8 +24,18 @@ class TenantReplanner:
         self._slots = slots
         self._slot_wait_s = slot_wait_s
 
-    async def replan(self, request: str, failure_summary: str, completed: dict[str, str], *, tenant: str) -> Plan:
+    async def replan(
+        self,
+        request: str,
+        failure_summary: str,
+        completed: dict[str, str],
+        *,
+        tenant: str,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Plan:
         salt = self._salter.salt(tenant)
         async with self._slots.admitted(tenant, wait_s=self._slot_wait_s):
             with embedding_scope(tenant):
-                return await self._planner.replan(request, failure_summary, completed, tenant=tenant, cache_salt=salt)
+                return await self._planner.replan(
+                    request, failure_summary, completed, tenant=tenant, cache_salt=salt, tools=tools
+                )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract.plan import Plan
+from planner.catalog import ToolCatalog
 from planner.service import PlannerService, PlanResult
 from planner.similarity import embedding_scope
 from serving.auth import Principal
@@ -20,6 +21,7 @@ from serving.isolation import CacheSalter
 from serving.metrics import GatewayMetrics
 from serving.plans.chat import message_text, plan_completion
 from serving.protocol import ChatCompletionRequest
+from serving.toolsets.run_tools import RunToolsService
 
 
 class PlanningGateway:
@@ -31,8 +33,10 @@ class PlanningGateway:
         slots: UpstreamSlots,
         demonstrations: DemonstrationService | None = None,
         door: Door | None = None,
+        run_tools: RunToolsService | None = None,
     ) -> None:
         self.planner = planner
+        self.run_tools = run_tools  # the tenant's toolsets, for `toolsets` in a planning request
         self._salter = salter
         self._metrics = metrics
         self._slots = slots
@@ -58,10 +62,28 @@ class PlanningGateway:
             await self._demonstrations.remember(who.tenant, request, tools, result)
         return result
 
-    async def check_plan(self, plan: Plan, who: Principal) -> None:
-        """A client-given plan must pass the same validation layers as a planned one (a large plan is
-        validated in a door worker on the tenant's share)."""
-        validator = self.planner.validator(self.planner.catalog)
+    async def catalog_of(
+        self, who: Principal, toolsets: list[str] | None, tools: list[dict[str, Any]] | None
+    ) -> list[dict[str, Any]] | None:
+        """The catalog of a planning request: its `toolsets` (resolved for the tenant) and its own `tools`;
+        None for the built-in catalog."""
+        if not toolsets:
+            return tools
+        if self.run_tools is None:
+            raise InvalidRequestError("toolsets are not available in this gateway", param="toolsets")
+        resolved = await self.run_tools.resolve(who.tenant, toolsets)
+        return resolved.catalog + list(tools or [])
+
+    async def check_plan(self, plan: Plan, who: Principal, tools: list[dict[str, Any]] | None = None) -> None:
+        """A client-given plan must pass the same validation layers as a planned one, over `tools` (a run's
+        own catalog) when given: the catalog checked at the door (once per content and tenant), a large
+        plan validated in a door worker on the tenant's share."""
+        catalog = self.planner.catalog
+        if tools is not None and self.door is not None:
+            catalog = await self.door.catalog(tools, tenant=who.tenant)
+        elif tools is not None:
+            catalog = ToolCatalog.from_openai(tools)
+        validator = self.planner.validator(catalog)
         if self.door is None:
             problem = None if (report := validator.validate(plan)).ok else str(report.error)
         else:
@@ -74,4 +96,5 @@ class PlanningGateway:
         user = [m for m in body.messages if m.role == "user"]
         if not user or not (text := message_text(user[-1].content)).strip():
             raise InvalidRequestError("the planner model needs a user message with the request", param="messages")
-        return plan_completion(await self.plan(text, who, session, body.tools))
+        tools = await self.catalog_of(who, body.toolsets, body.tools)
+        return plan_completion(await self.plan(text, who, session, tools))

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from serving.auth import Principal
 from serving.chat import ChatService, ToolCallTurn
 from serving.dependencies import principal, read_model, services
+from serving.errors import InvalidRequestError
 from serving.openapi import json_body
 from serving.plans.chat import as_sse
 from serving.plans.protocol import PLANNER_MODEL
@@ -48,6 +49,8 @@ async def chat_completions(request: Request, who: Principal = Depends(principal)
         if body.stream:
             return StreamingResponse(as_sse(reply), media_type="text/event-stream")
         return JSONResponse(reply)
+    if body.toolsets is not None:
+        raise InvalidRequestError("`toolsets` is for the planner model", param="toolsets")
     turn = await svc.chat.turn(body, who, request.headers.get(SESSION_HEADER))
     if isinstance(turn, ToolCallTurn):
         if body.stream:

@@ -19,5 +19,7 @@ router = APIRouter()
 async def create_plan(request: Request, who: Principal = Depends(principal)) -> dict[str, Any]:
     svc = services(request)
     body = await read_model(request, PlanCreate, who)
-    result = await svc.planning().plan(body.request, who, request.headers.get(SESSION_HEADER), body.tools)
+    planning = svc.planning()
+    tools = await planning.catalog_of(who, body.toolsets, body.tools)
+    result = await planning.plan(body.request, who, request.headers.get(SESSION_HEADER), tools)
     return result.as_dict()

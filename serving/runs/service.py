@@ -12,10 +12,11 @@ from executors.stores import EscalationState, RunEvent, RunRecord, RunStatus
 from executors.webhooks import WebhooksConfig, check_webhook_url
 from planner.service import PlanResult
 from serving.auth import Principal
-from serving.errors import NotFoundError
+from serving.errors import InvalidRequestError, NotFoundError
 from serving.followers import FollowerSlot, FollowerSlots
 from serving.plans.service import PlanningGateway
 from serving.runs.protocol import RunCreate, RunListStatus
+from serving.toolsets.run_tools import ResolvedTools
 
 
 def planner_record(result: PlanResult, model: str | None) -> dict[str, Any]:
@@ -55,8 +56,10 @@ class RunGateway:
         webhook = None if body.webhook_url is None else check_webhook_url(body.webhook_url, self._webhooks)
         recorded: dict[str, Any] = planned
         plan: Plan | None = body.plan
+        own = await self._own_tools(body, who)
+        catalog = None if own is None else own.catalog
         if body.plan is None:
-            result = await self._planning.plan(body.request, who, session)
+            result = await self._planning.plan(body.request, who, session, catalog)
             plan = result.plan
             planned = {
                 "plan_id": result.plan_id,
@@ -66,14 +69,26 @@ class RunGateway:
             }
             recorded = planner_record(result, getattr(self._planning.planner.llm, "model", None))
         else:
-            await self._planning.check_plan(body.plan, who)
+            await self._planning.check_plan(body.plan, who, catalog)
         if plan is None:  # no tool fits: the run ends at once as `no_plan`, with the reason
             reason = planned.get("reason") or "no plan"
             run_id = await self.runs.record_no_plan(who.tenant, body.request, reason, planner=recorded)
             return await self.get(who, run_id), planned
-        run_id = await self.runs.start(who.tenant, body.request, plan, webhook_url=webhook, planner=recorded)
+        tools = None if own is None else own.recorded()
+        run_id = await self.runs.start(
+            who.tenant, body.request, plan, webhook_url=webhook, planner=recorded, tools=tools
+        )
         view = await self.runs.wait(who.tenant, run_id) if body.wait else await self.get(who, run_id)
         return view, planned
+
+    async def _own_tools(self, body: RunCreate, who: Principal) -> ResolvedTools | None:
+        """The run's own tools when it names toolsets or brings tools; None for the built-in catalog."""
+        if body.toolsets is None and body.tools is None:
+            return None
+        run_tools = self._planning.run_tools
+        if run_tools is None:
+            raise InvalidRequestError("toolsets are not available in this gateway", param="toolsets")
+        return await run_tools.resolve(who.tenant, body.toolsets, body.tools)
 
     async def get(self, who: Principal, run_id: str) -> RunView:
         view = await self.runs.get(who.tenant, run_id)

@@ -91,8 +91,21 @@ def import_openapi(text: str | bytes, limits: ImportLimits | None = None) -> Ope
     """Parse, validate and convert a document; raises OpenApiInvalidError."""
     limits = limits or ImportLimits()
     document = parse_document(text, limits)
+    counted = _inline_operation_ids(document)  # before the spec validator, whose cost grows with the document
+    if counted > limits.max_operations:
+        raise OpenApiInvalidError([f"{counted} operations, at most {limits.max_operations}"])
     version = validate_document(document, limits)
     return _Importer(document, version, limits).run()
+
+
+def _inline_operation_ids(document: dict[str, Any]) -> int:
+    """Operations with an operationId written in `paths` itself (a path item behind a `$ref` is counted
+    after validation): a cheap lower bound of what the import would turn into tools."""
+    count = 0
+    for item in as_object(document.get("paths")).values():
+        if isinstance(item, dict):
+            count += sum(isinstance(as_object(item.get(m)).get("operationId"), str) for m in METHODS)
+    return count
 
 
 @dataclass

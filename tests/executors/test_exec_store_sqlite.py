@@ -130,10 +130,10 @@ CREATE INDEX cache_by_expiry ON cache (expires_at);
 """The tables as the two hand-written SQLite and PostgreSQL stores created them (REAL for times)."""
 
 
-def test_a_store_written_by_the_previous_layout_gains_only_the_cache_s_accounting(tmp_path: Path) -> None:
-    """The one SQL store kept the tables of the two hand-written stores; since then only the cache has
-    grown (each entry's size, backfilled, and when it was stored), so that plan records count toward
-    their tenant's bytes and the retention total."""
+def test_a_store_written_by_the_previous_layout_is_brought_up_to_date_once_and_keeps_working(tmp_path: Path) -> None:
+    """The one SQL store kept the tables of the two hand-written stores; since then the cache has grown
+    (each entry's size, backfilled, and when it was stored: plan records count toward their tenant's bytes
+    and the retention total) and the toolsets' tables and the runs' tool columns were added."""
     path = tmp_path / "runs.sqlite3"
     conn = sqlite3.connect(path)
     conn.executescript(LAYOUT_BEFORE_ONE_SQL_STORE)
@@ -145,6 +145,7 @@ def test_a_store_written_by_the_previous_layout_gains_only_the_cache_s_accountin
     conn.execute("INSERT INTO events VALUES ('r1', 1, 'run_finished', 0, NULL, '{\"status\": \"succeeded\"}', 1)")
     conn.execute("INSERT INTO cache VALUES ('plans', 'a', 'plan_1', 'an old plan record', 1e12)")
     conn.commit()
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
     conn.close()
 
     async def go() -> None:
@@ -161,8 +162,23 @@ def test_a_store_written_by_the_previous_layout_gains_only_the_cache_s_accountin
 
     run(go())
     conn = sqlite3.connect(path)
+    migrated = conn.execute("PRAGMA schema_version").fetchone()[0]
+    assert migrated > version
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"toolsets", "tool_answers"} <= tables
     columns = {table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] for table in ("runs", "cache")}
+    assert {"tools_json", "action_json"} <= set(columns["runs"])
+    assert columns["cache"][-2:] == ["bytes", "stored_at"]
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+    assert {"runs_by_tenant", "runs_by_status", "runs_by_escalation", "cache_by_expiry", "cache_by_tenant"} <= indexes
     conn.close()
-    assert columns["cache"][-2:] == ["bytes", "stored_at"] and len(columns["runs"]) == 22  # runs: as they were
-    assert indexes == {"runs_by_tenant", "runs_by_status", "runs_by_escalation", "cache_by_expiry", "cache_by_tenant"}
+
+    async def again() -> None:
+        store = SqliteRunStore(path)
+        assert (await store.get_run("a", "r1")) is not None
+        await store.aclose()
+
+    run(again())
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA schema_version").fetchone()[0] == migrated  # an up-to-date file is only read
+    conn.close()

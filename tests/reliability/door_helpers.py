@@ -195,3 +195,53 @@ def report(name: str, probe: HealthProbe, attacks: list[Attack], base: float) ->
 
 
 __all__ = ["HEALTH_BOUND_S"]
+
+
+# -- toolset registrations (POST /v1/toolsets): hostile OpenAPI documents, each within the operation cap --
+
+DOCUMENT_BASE_URL = "https://203.0.113.10"  # TEST-NET-3: allowed by the door tests' egress CIDR, never dialled
+
+
+def openapi_document(paths: dict[str, Any], schemas: dict[str, Any] | None = None) -> dict[str, Any]:
+    document: dict[str, Any] = {"openapi": "3.1.0", "info": {"title": "hostile", "version": "1"}, "paths": paths}
+    if schemas is not None:
+        document["components"] = {"schemas": schemas}
+    return document
+
+
+def lookup_operation(index: int, schema: dict[str, Any]) -> dict[str, Any]:
+    """A GET whose query argument and 200 JSON answer both have `schema`."""
+    answer = {"description": "ok", "content": {"application/json": {"schema": schema}}}
+    parameter = {"name": "q", "in": "query", "schema": schema}
+    return {"get": {"operationId": f"op{index}", "parameters": [parameter], "responses": {"200": answer}}}
+
+
+def registration(name: str, build: Callable[[int], dict[str, Any]], limit: int = MAX_BODY) -> bytes:
+    """The largest registration of the OpenAPI document `build(n)` that fits `limit` bytes."""
+    return fitted(
+        lambda n: {"name": name, "kind": "openapi", "base_url": DOCUMENT_BASE_URL, "document": build(n)}, limit
+    )
+
+
+def tiny_schemas_document(count: int) -> dict[str, Any]:
+    """One operation and `count` tiny component schemas: the spec validator's most work per byte (a 1 MiB
+    one takes it about a minute here, far past the door's deadline)."""
+    return openapi_document(
+        {"/a": lookup_operation(0, {"type": "object"})}, {f"s{i}": {"type": "integer"} for i in range(count)}
+    )
+
+
+def ref_loop_document(count: int) -> dict[str, Any]:
+    """64 operations (the default cap) whose schemas are a self-referencing anyOf, and `count` more
+    references to it: `$ref` expansion at its bounds."""
+    loop = {"anyOf": [{"$ref": "#/components/schemas/a"} for _ in range(5)]}
+    schemas = {"a": loop, **{f"f{i}": {"$ref": "#/components/schemas/a"} for i in range(count)}}
+    return openapi_document({f"/p{i}": lookup_operation(i, {"$ref": "#/components/schemas/a"}) for i in range(64)}, schemas)
+
+
+def pattern_body_document(count: int) -> dict[str, Any]:
+    """64 POSTs whose JSON bodies hold `count` string properties, each with a fresh costly pattern."""
+    properties = {f"a{j}": {"type": "string", "pattern": f"\\pL{{400}}{secrets.token_hex(4)}"} for j in range(count)}
+    body = {"content": {"application/json": {"schema": {"type": "object", "properties": properties}}}}
+    operation = {"requestBody": body, "responses": {"200": {"description": "ok"}}}
+    return openapi_document({f"/p{i}": {"post": {"operationId": f"op{i}", **operation}} for i in range(64)})

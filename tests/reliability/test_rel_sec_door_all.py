@@ -2,7 +2,10 @@
 own OpenAPI document, so an endpoint added later is covered without a new test — gets the largest
 bodies the limits allow, built to make the checks work as hard as a client can make them: many tiny
 values, deep nesting, many `$ref`s and costly patterns in `tools`, a client plan of tens of thousands
-of nodes. Four at a time, from one tenant, while a separate process times `/health` every 50 ms.
+of nodes. Routes whose own work is beyond their body's decoding get their own hostile bodies as well
+(`ROUTE_SHAPES`: a toolset registration's OpenAPI document is imported and its tools compiled by the
+door; an answer to a tool call carries an output of many tiny values). Four at a time, from one tenant,
+while a separate process times `/health` every 50 ms.
 
 Bound: `/health` under 200 ms in an attempt; an attempt over it is repeated, up to three in all
 (sec_helpers.probe_during: a blocked event loop misses on every attempt, the machine's noise not).
@@ -23,7 +26,18 @@ import httpx
 import pytest
 
 from tests.conftest import FAKE_MODEL, KEY_A
-from tests.reliability.door_helpers import MAX_BODY, compact, fitted, huge_plan, pattern_tool, ref_bomb
+from tests.reliability.door_helpers import (
+    MAX_BODY,
+    compact,
+    fitted,
+    huge_plan,
+    pattern_body_document,
+    pattern_tool,
+    ref_bomb,
+    ref_loop_document,
+    registration,
+    tiny_schemas_document,
+)
 from tests.reliability.helpers import check_error_shape
 from tests.reliability.sec_helpers import HEALTH_BOUND_S, GatewayProcess, HealthProbe, gateway_process, probe_during
 
@@ -101,6 +115,28 @@ def items(_: int) -> bytes:
 
 
 SHAPES: dict[str, Callable[[int], bytes]] = {"wide": wide, "sink": sink, "deep": deep, "items": items}
+TOOLSETS = "/v1/toolsets"
+TOOL_OUTPUTS = re.compile(r"/v1/runs/run_0+/tool_outputs")
+ROUTE_SHAPES: dict[str, dict[str, Callable[[int], bytes]]] = {
+    # each attempt registers new names: a name stored by an earlier attempt would be refused before the import
+    TOOLSETS: {
+        "tiny_schemas": lambda attempt: registration(f"tiny{attempt}", tiny_schemas_document),
+        "ref_loops": lambda attempt: registration(f"loops{attempt}", ref_loop_document),
+        "pattern_bodies": lambda attempt: registration(f"patterns{attempt}", pattern_body_document),
+    },
+    TOOL_OUTPUTS.pattern: {"wide_output": lambda _: fitted(lambda n: {"node_id": "n1", "output": wide_output(n)})},
+}
+EGRESS = {"PLANSTACK_TOOLS__EGRESS": json.dumps({"cidrs": ["203.0.113.0/24"]})}  # where the registrations point
+
+
+def wide_output(members: int) -> dict[str, int]:
+    return {f"k{i}": 0 for i in range(members)}
+
+
+def shapes_of(route: str) -> dict[str, Callable[[int], bytes]]:
+    """The generic shapes, and the route's own."""
+    own = next((shapes for key, shapes in ROUTE_SHAPES.items() if re.fullmatch(key, route)), {})
+    return SHAPES | own
 
 
 def jsonl(body: bytes) -> bytes:
@@ -111,7 +147,7 @@ def jsonl(body: bytes) -> bytes:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
     home: Path = tmp_path_factory.mktemp("door-all")
-    with gateway_process(home) as running:
+    with gateway_process(home, env=EGRESS) as running:
         yield running
 
 
@@ -119,10 +155,11 @@ def flood(gateway: GatewayProcess, routes: list[tuple[str, str]], attempt: int) 
     """Each (route, shape), four bodies at once; (route, shape, status, seconds) of every answer."""
     answers: list[tuple[str, str, int, float]] = []
     lock = threading.Lock()
-    for name, shape in SHAPES.items():
-        body = shape(attempt)
-        assert len(body) <= MAX_BODY, (name, len(body))
-        for route, content_type in routes:
+    bodies: dict[tuple[str, Callable[[int], bytes]], bytes] = {}
+    for route, content_type in routes:
+        for name, shape in shapes_of(route).items():
+            body = bodies.setdefault((name, shape), shape(attempt))  # the generic ones built once
+            assert len(body) <= MAX_BODY, (name, len(body))
             payload = jsonl(body) if content_type == "text/plain" else body
 
             def send(route: str = route, content_type: str = content_type, payload: bytes = payload,
@@ -148,17 +185,20 @@ def flood(gateway: GatewayProcess, routes: list[tuple[str, str]], attempt: int) 
 def test_every_body_route_under_the_largest_hostile_bodies(gateway: GatewayProcess) -> None:
     document = httpx.get(gateway.url + "/openapi.json", timeout=30).json()
     routes = operations(document)
-    assert {"/v1/plans", "/v1/runs", "/v1/chat/completions", "/v1/demonstrations"} <= {r for r, _ in routes}
+    paths = {r for r, _ in routes}
+    assert {"/v1/plans", "/v1/runs", "/v1/chat/completions", "/v1/demonstrations", TOOLSETS} <= paths
+    assert any(TOOL_OUTPUTS.fullmatch(path) for path in paths)
     with gateway.client(KEY_A, timeout=120) as client:  # the door's workers start on the first large body
         client.post("/v1/runs", content=compact({"request": "x", "plan": huge_plan(30_000)}))
     probes: list[HealthProbe] = []
     probe, attempts = probe_during(gateway.url, lambda attempt: flood(gateway, routes, attempt), probes=probes)
     answers = attempts[-1]
-    assert len(answers) == 4 * len(SHAPES) * len(routes), "every request was answered"
+    assert len(answers) == 4 * sum(len(shapes_of(route)) for route, _ in routes), "every request was answered"
     slowest = max(answers, key=lambda a: a[3])
     statuses = sorted({status for _, _, status, _ in answers})
     print(
-        f"\n{len(routes)} operations x {len(SHAPES)} shapes x 4 at once ({len(attempts)} attempt(s)): statuses "
+        f"\n{len(routes)} operations, {len(answers) // 4} (operation, shape) pairs x 4 at once "
+        f"({len(attempts)} attempt(s)): statuses "
         f"{statuses}, slowest answer {slowest[3]:.2f} s ({slowest[0]}, {slowest[1]}); /health "
         + "; ".join(each.report() for each in probes)
     )

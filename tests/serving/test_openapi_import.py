@@ -339,6 +339,14 @@ def test_the_operation_count_bound_refuses_the_document() -> None:
         import_openapi(json.dumps(doc(paths)), ImportLimits(max_operations=5))
 
 
+def test_operations_over_the_bound_are_refused_before_the_spec_validator() -> None:
+    """Counted before validation: a document the validator would spend long on (or refuse) is refused for
+    its operation count first (`responses` missing is invalid; the count is what the answer names)."""
+    paths = {f"/r{i}": {"get": {"operationId": f"r{i}"}} for i in range(6)}
+    with pytest.raises(OpenApiInvalidError, match="6 operations, at most 5"):
+        import_openapi(json.dumps(doc(paths)), ImportLimits(max_operations=5))
+
+
 def test_the_argument_bound_refuses_the_document() -> None:
     params = [{"name": f"p{i}", "in": "query", "schema": {"type": "string"}} for i in range(5)]
     with pytest.raises(OpenApiInvalidError, match="many: 5 arguments, at most 4"):

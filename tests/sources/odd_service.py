@@ -1,7 +1,7 @@
 """An HTTP service that misbehaves on purpose, for the egress and HTTP-caller tests.
 
 - `/echo[/...]` (any method): what arrived (method, path, query pairs, headers, body, Host).
-- `/redirect`: 302 to /echo (a client that follows it shows up in `hits["echo"]`).
+- `/redirect` (GET, POST): 302 to /echo (a client that follows it shows up in `hits["echo"]`).
 - `/big?size=N`: N bytes streamed without a Content-Length; `/big-declared?size=N`: with one.
 - `/slow`: answers only when released (POST /release), never by a timer.
 - `/status/{code}?retry_after=...`: that status, a short body, an optional Retry-After.
@@ -54,7 +54,7 @@ def create_odd_service(service: OddService) -> FastAPI:
             }
         )
 
-    @app.get("/redirect")
+    @app.api_route("/redirect", methods=["GET", "POST"])
     async def redirect() -> RedirectResponse:
         service.hits["redirect"] += 1
         return RedirectResponse("/echo", status_code=302)

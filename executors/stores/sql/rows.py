@@ -17,7 +17,8 @@ CHUNK = 400
 
 RUN_COLUMNS = (
     "run_id, tenant, request, plan_json, status, round, replans, error_json, created_at, updated_at,"
-    " lease_owner, lease_expires_at, approval_json, escalation_json, webhook_url, budget_round, planner_json"
+    " lease_owner, lease_expires_at, approval_json, escalation_json, webhook_url, budget_round, planner_json,"
+    " tools_json, action_json"
 )
 SELECT_RUN = f"SELECT {RUN_COLUMNS}, :now FROM runs"
 """A run row, and the store's clock as its last column (it decides whether the lease is live)."""
@@ -48,6 +49,8 @@ def run_from_row(row: Any) -> RunRecord:
         webhook_url=row[14],
         budget_round=row[15],
         planner=loads(row[16]),
+        tools=loads(row[17]),
+        action=loads(row[18]),
     )
 
 

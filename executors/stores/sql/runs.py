@@ -46,6 +46,7 @@ def set_clause(update: RunUpdate) -> SetClause:
         "error_json": dumps(update.error),
         "approval_json": dumps(update.approval),
         "escalation_json": dumps(update.escalation),
+        "action_json": dumps(update.action),
     }
     escalation = None if update.escalation is None else str(update.escalation.get("state", "open"))
     columns = {
@@ -79,11 +80,13 @@ def _create(record: RunRecord, owner: str, ttl_s: float, quota: TenantQuota | No
         if problem is not None:
             raise problem
     plan_json = record.plan.model_dump_json()
+    tools_json = dumps(record.tools)
     rows = yield Statement(
         "INSERT INTO runs (run_id, tenant, request, plan_json, status, round, replans, error_json, created_at,"
-        " updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url, planner_json)"
+        " updated_at, lease_owner, lease_epoch, lease_expires_at, bytes, webhook_url, planner_json, tools_json)"
         " VALUES (:run_id, :tenant, :request, :plan_json, :status, :round, :replans, :error_json, :now, :now,"
-        " :owner, 1, :now + :ttl_s, :bytes, :webhook_url, :planner_json) RETURNING lease_expires_at, created_at",
+        " :owner, 1, :now + :ttl_s, :bytes, :webhook_url, :planner_json, :tools_json)"
+        " RETURNING lease_expires_at, created_at",
         {
             "run_id": record.run_id,
             "tenant": record.tenant,
@@ -95,9 +98,10 @@ def _create(record: RunRecord, owner: str, ttl_s: float, quota: TenantQuota | No
             "error_json": dumps(record.error),
             "owner": owner,
             "ttl_s": ttl_s,
-            "bytes": 2 * text_bytes(plan_json) + text_bytes(record.request),
+            "bytes": 2 * text_bytes(plan_json) + text_bytes(record.request) + text_bytes(tools_json),
             "webhook_url": record.webhook_url,
             "planner_json": dumps(record.planner),
+            "tools_json": tools_json,
         },
     )
     expires, created = rows.one()

@@ -45,7 +45,7 @@ class Table:
 
 
 RUN_BYTES = (
-    "LENGTH(plan_json) * 2 + LENGTH(request)"
+    "LENGTH(plan_json) * 2 + LENGTH(request) + COALESCE(LENGTH(tools_json), 0)"
     " + (SELECT COALESCE(SUM(LENGTH(result_json) + COALESCE(LENGTH(output_json), 0)), 0)"
     " FROM node_results WHERE node_results.run_id = runs.run_id)"
     " + (SELECT COALESCE(SUM(LENGTH(data_json) + 64), 0) FROM events WHERE events.run_id = runs.run_id)"
@@ -86,6 +86,9 @@ RUNS = Table(
         Column("webhook_url", "TEXT"),
         Column("budget_round", "INTEGER NOT NULL DEFAULT 0"),
         Column("planner_json", "TEXT"),
+        # -- the run's own tool definitions, and the tool calls it waits for the caller to answer
+        Column("tools_json", "TEXT"),
+        Column("action_json", "TEXT"),
     ),
     indexes=(
         ("runs_by_tenant", "ON runs (tenant, created_at)"),
@@ -167,8 +170,40 @@ TABLES: tuple[Table, ...] = (
             ("cache_by_tenant", "ON cache (tenant, expires_at)"),
         ),
     ),
+    Table(
+        "toolsets",
+        (
+            Column("toolset_id", "TEXT PRIMARY KEY"),
+            Column("tenant", "TEXT NOT NULL"),
+            Column("name", "TEXT NOT NULL"),
+            Column("kind", "TEXT NOT NULL"),
+            Column("config_json", "TEXT NOT NULL"),
+            Column("credential", "TEXT"),
+            Column("tools_json", "TEXT NOT NULL"),
+            Column("version", "TEXT NOT NULL"),
+            Column("revision", "INTEGER NOT NULL DEFAULT 1"),
+            Column("created_at", "DOUBLE PRECISION NOT NULL"),
+            Column("updated_at", "DOUBLE PRECISION NOT NULL"),
+            Column("refreshed_at", "DOUBLE PRECISION NOT NULL"),
+        ),
+        keys=("UNIQUE (tenant, name)",),
+    ),
+    Table(
+        "tool_answers",
+        (
+            Column("run_id", RUN_KEY),
+            Column("round", "INTEGER NOT NULL"),
+            Column("node_id", "TEXT NOT NULL"),
+            Column("input_hash", "TEXT NOT NULL"),
+            Column("output_json", "TEXT"),
+            Column("error_json", "TEXT"),
+            Column("answered_by", "TEXT"),
+            Column("answered_at", "DOUBLE PRECISION NOT NULL"),
+        ),
+        keys=("PRIMARY KEY (run_id, round, node_id)",),
+    ),
 )
-RUN_TABLES = ("webhook_deliveries", "events", "node_results", "run_plans", "runs")
+RUN_TABLES = ("tool_answers", "webhook_deliveries", "events", "node_results", "run_plans", "runs")
 """Every table holding rows of a run, dependants first (the order a run is deleted in)."""
 
 

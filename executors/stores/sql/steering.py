@@ -15,12 +15,19 @@ from executors.stores.sql.runs import save_plan, set_clause
 REOPEN_CONDITIONS: dict[ReopenFrom, str] = {
     "awaiting_approval": "status = 'awaiting_approval'",
     "escalated": "status = 'failed' AND escalation = 'open'",
+    "requires_action": "status = 'requires_action'",
 }
 """The state `reopen` moves a run out of (back to `running`, under a new lease)."""
 
 
-def _reopen(
-    tenant: str, run_id: str, owner: str, ttl_s: float, expect: ReopenFrom, update: RunUpdate, quota: TenantQuota | None
+def reopen_program(
+    tenant: str,
+    run_id: str,
+    owner: str,
+    ttl_s: float,
+    expect: ReopenFrom,
+    update: RunUpdate,
+    quota: TenantQuota | None = None,
 ) -> Program[Lease | None]:
     update = dataclasses.replace(update, status="running", error=None)
     clause = set_clause(update)
@@ -108,7 +115,7 @@ class SqlSteering(SqlPart):
         update: RunUpdate,
         quota: TenantQuota | None = None,
     ) -> Lease | None:
-        return await self.db.write(_reopen(tenant, run_id, owner, ttl_s, expect, update, quota))
+        return await self.db.write(reopen_program(tenant, run_id, owner, ttl_s, expect, update, quota))
 
     async def close_escalation(self, tenant: str, run_id: str, escalation: dict[str, Any]) -> bool:
         return await self.db.write(_close_escalation(tenant, run_id, escalation))

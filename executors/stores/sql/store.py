@@ -11,9 +11,13 @@ from executors.stores.sql.leases import SqlLeases
 from executors.stores.sql.retention import SqlRetention
 from executors.stores.sql.runs import SqlRuns
 from executors.stores.sql.steering import SqlDeliveries, SqlSteering
+from executors.stores.sql.tool_calls import SqlToolCalls
+from executors.stores.sql.toolsets import SqlToolsets
 
 
-class SqlRunStore(SqlRuns, SqlEvents, SqlLeases, SqlSteering, SqlDeliveries, SqlCache, SqlRetention):
+class SqlRunStore(
+    SqlRuns, SqlEvents, SqlLeases, SqlSteering, SqlDeliveries, SqlCache, SqlRetention, SqlToolsets, SqlToolCalls
+):
     """Use from one event loop at a time (PostgreSQL's connections belong to the loop that opened them)."""
 
     def __init__(self, db: SqlDialect, config: RunsConfig) -> None:

@@ -5,7 +5,7 @@ import { h, json, seconds, when } from "./dom.js";
 import { roundStatusOf } from "./status.js";
 
 export function legend() {
-  const kinds = ["pending", "running", "succeeded", "failed", "retried", "skipped", "fallback", "replanned", "awaiting_approval", "standby"];
+  const kinds = ["pending", "running", "succeeded", "failed", "retried", "skipped", "fallback", "replanned", "awaiting_approval", "requires_action", "standby"];
   return h("p", { class: "legend" }, kinds.map((k) => h("span", { class: "badge status-" + k }, k.replace("_", " "))));
 }
 
@@ -80,6 +80,55 @@ export function approvalPanel(view, refresh, notes) {
       h("button", { type: "button", id: "reject", class: "danger", onclick: () => decide("reject") }, "Reject"),
       h("label", {}, replan, " re-plan with the reason instead of stopping"),
     ),
+    problem,
+  );
+}
+
+// Calls the run handed to its caller: ask_user questions get an answer box, the app's own tools a JSON
+// output box; both answer through POST /v1/runs/{id}/tool_outputs.
+export function actionPanel(view, refresh) {
+  const calls = view.status === "requires_action" && view.action ? view.action.calls : [];
+  if (!calls.length) return null;
+  const problem = h("p", { class: "error", id: "answer-error" });
+  async function send(nodeId, body) {
+    try {
+      await api("POST", `/v1/runs/${encodeURIComponent(view.run_id)}/tool_outputs`, { node_id: nodeId, ...body });
+      await refresh();
+    } catch (error) {
+      problem.textContent = error.message;
+    }
+  }
+  function call(c) {
+    if (c.kind === "ask_user") {
+      const box = h("textarea", { id: "answer-" + c.node_id, class: "answer", rows: 2, maxlength: 4000, placeholder: "Your answer" });
+      return h("li", { "data-node": c.node_id, class: "question" },
+        h("p", { class: "question-text", id: "question-" + c.node_id }, c.args.question),
+        box,
+        h("div", { class: "row" },
+          h("button", { type: "button", id: "send-" + c.node_id, class: "ok", onclick: () => send(c.node_id, { output: { answer: box.value } }) }, "Answer"),
+          h("span", { class: "muted" }, "expires " + when(c.expires_at))),
+      );
+    }
+    const box = h("textarea", { id: "output-" + c.node_id, class: "mono", rows: 4, placeholder: '{"...": "..."}' });
+    const reason = h("input", { id: "error-" + c.node_id, placeholder: "…or why the call failed", maxlength: 2000 });
+    return h("li", { "data-node": c.node_id },
+      h("b", {}, `${c.node_id} ${c.tool}`), h("pre", {}, json(c.args)), box,
+      h("div", { class: "row" },
+        h("button", { type: "button", id: "send-" + c.node_id, onclick: () => {
+          let output;
+          try { output = JSON.parse(box.value); } catch (_) { problem.textContent = "the output is not JSON"; return; }
+          send(c.node_id, { output });
+        } }, "Send output"),
+        reason,
+        h("button", { type: "button", class: "danger", onclick: () => send(c.node_id, { error: reason.value || "failed" }) }, "Report failure"),
+        h("span", { class: "muted" }, "expires " + when(c.expires_at))),
+    );
+  }
+  return h(
+    "section",
+    { class: "card action", id: "action" },
+    h("h2", {}, calls.some((c) => c.kind === "ask_user") ? "Waiting for your answer" : "Waiting for the app's tool outputs"),
+    h("ul", { id: "pending-calls", class: "calls" }, calls.map(call)),
     problem,
   );
 }

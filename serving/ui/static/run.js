@@ -4,7 +4,7 @@ import { api, follow } from "./api.js";
 import { drawDag } from "./dag.js";
 import { fill, h, onLeave, show, when } from "./dom.js";
 import { gantt } from "./gantt.js";
-import { approvalPanel, deliveriesPanel, detailsPanel, escalationPanel, legend, plannerPanel } from "./panels.js";
+import { actionPanel, approvalPanel, deliveriesPanel, detailsPanel, escalationPanel, legend, plannerPanel } from "./panels.js";
 import { roundStatusOf } from "./status.js";
 
 export async function showRun(runId) {
@@ -36,7 +36,7 @@ export async function showRun(runId) {
       model.view.nodes = model.view.nodes.filter((r) => !(r.round === event.round && r.node_id === event.node_id));
       model.view.nodes.push({ node_id: event.node_id, round: event.round, tool: event.data.tool, status: event.data.status, attempts: event.data.attempts, duration_ms: event.data.duration_ms, summary: event.data.summary, error: event.data.error, fallback_for: event.data.fallback_for, reused_from: event.data.reused_from, started_at: null, finished_at: event.ts, partial: true });
     }
-    if (["replan", "awaiting_approval", "approval_decided", "run_finished", "escalated", "escalation_reopened"].includes(type)) {
+    if (["replan", "awaiting_approval", "approval_decided", "run_finished", "escalated", "escalation_reopened", "tool_call_required", "tool_output_received"].includes(type)) {
       refresh().catch(() => {});
     } else render();
   }
@@ -52,7 +52,7 @@ export async function showRun(runId) {
       }
       if (stopped) return;
       await refresh().catch(() => {});
-      const live = model.view && ["running", "awaiting_approval"].includes(model.view.status);
+      const live = model.view && ["running", "awaiting_approval", "requires_action"].includes(model.view.status);
       if (!live) return;
       quiet = model.last === before ? quiet + 1 : 0;
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -78,6 +78,7 @@ export async function showRun(runId) {
         view.error ? h("p", { class: "error", id: "run-error" }, `${view.error.type}: ${view.error.error}`) : null,
       ),
       approvalPanel(view, refresh, model),
+      actionPanel(view, refresh),
       escalationPanel(view, refresh),
       h(
         "section",

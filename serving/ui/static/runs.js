@@ -3,7 +3,7 @@
 import { api } from "./api.js";
 import { h, seconds, show, when } from "./dom.js";
 
-const FILTERS = ["", "running", "awaiting_approval", "escalated", "succeeded", "failed", "interrupted"];
+const FILTERS = ["", "running", "awaiting_approval", "requires_action", "escalated", "succeeded", "failed", "interrupted"];
 
 export function showRuns(status) {
   const table = h("tbody", { id: "runs-body" });
@@ -46,7 +46,7 @@ export function showRuns(status) {
 
 function runRow(run) {
   const status = run.escalation === "open" ? "escalated" : run.status;
-  const took = run.status === "running" || run.status === "awaiting_approval" ? null : run.updated_at - run.created_at;
+  const took = ["running", "awaiting_approval", "requires_action"].includes(run.status) ? null : run.updated_at - run.created_at;
   return h(
     "tr",
     { "data-run-id": run.run_id, "data-status": run.status },

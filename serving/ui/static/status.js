@@ -14,6 +14,8 @@ export function nodeStatus(model, id) {
   }
   if (held && held.kind === "tool" && held.calls.some((c) => c.node_id === id)) return "awaiting_approval";
   if (held && held.kind === "plan") return "awaiting_approval";
+  const asked = model.view.status === "requires_action" && model.view.action ? model.view.action.calls : [];
+  if (asked.some((c) => c.node_id === id)) return "requires_action";
   if (model.running.has(round + "/" + id)) return model.retrying.has(round + "/" + id) ? "retried" : "running";
   const standby = model.view.plan.nodes.some((n) => n.fallback === id);
   return standby ? "standby" : "pending";
