@@ -30,7 +30,7 @@ from pydantic import SecretStr
 from serving.app import create_app
 from serving.engine.model_prep import prepare_model
 from serving.engine.process import ENGINE_KEY_FILE, EngineProcess, pid_alive, port_in_use
-from serving.engine.profiles import load_profile
+from serving.engine.profiles import EngineProfile, load_profile
 from serving.private_files import read_private_file
 from serving.settings import EngineSettings, Settings, load_settings
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream, free_port
@@ -95,6 +95,21 @@ def engine_url(prepared_model_dir: Path, engine_key: str | None) -> Iterator[str
     # Stopping must leave nothing behind: no process, no listening port.
     assert not pid_alive(pid), "the engine process outlived stop()"
     assert not port_in_use(settings.engine.host, settings.engine.port), "the engine port is still open"
+
+
+def extra_engine_profile(name: str) -> EngineProfile:
+    """The profile of an engine a test starts beside the session's (kills, restarts, routing, keys).
+
+    On CPU, vLLM 0.32 saves an ahead-of-time compiled model but cannot load it back ("'function' object
+    has no attribute 'finalize_loading'"), so each start compiles again (80-130 s here). These engines use
+    the regular torch.compile cache instead, shared through the default home, so every start after the
+    first loads the compiled graph (about 20 s). They check processes and routing, not decoding speed;
+    the session's engine keeps the product's settings."""
+    profile = load_profile(name)
+    if profile.device != "cpu":
+        return profile
+    env = {**profile.env, "VLLM_USE_AOT_COMPILE": "0", "VLLM_CACHE_ROOT": str(load_settings().home / "vllm-cache")}
+    return profile.model_copy(update={"env": env})
 
 
 def gateway_settings(home: Path, engine_base_url: str, engine_key: str | None = None, **overrides: Any) -> Settings:

@@ -22,8 +22,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from serving.engine.process import EngineProcess, engine_api_key, engine_headers
-from serving.engine.profiles import load_profile
 from serving.settings import load_settings
+from tests.conftest import extra_engine_profile
 from tests.deploy.conftest import TENANTS, RoutedGateway
 from tests.fakes.upstream import free_port
 
@@ -85,7 +85,7 @@ def two_engines(prepared_model_dir: Path, deploy_home: Path) -> Iterator[list[En
     for _ in range(2):
         settings = load_settings(home=deploy_home)
         settings.engine.port = free_port()
-        engines.append(EngineProcess(settings, load_profile(settings.engine.profile), prepared_model_dir))
+        engines.append(EngineProcess(settings, extra_engine_profile(settings.engine.profile), prepared_model_dir))
     try:
         for engine in engines:  # both compile at once: about as long as one on this machine
             engine.start()

@@ -20,9 +20,8 @@ import pytest
 
 from serving.app import create_app
 from serving.engine.process import EngineProcess, engine_api_key, pid_alive
-from serving.engine.profiles import load_profile
 from serving.settings import load_settings
-from tests.conftest import KEY_A, gateway_settings
+from tests.conftest import KEY_A, extra_engine_profile, gateway_settings
 from tests.fakes.upstream import ServerThread, free_port
 from tests.reliability.helpers import check_error_shape
 
@@ -37,7 +36,7 @@ def _chat(model: str, max_tokens: int, stream: bool = False) -> dict[str, object
 def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engine_model: str, tmp_path: Path) -> None:
     settings = load_settings()
     settings.engine.port = free_port()
-    profile = load_profile(settings.engine.profile)
+    profile = extra_engine_profile(settings.engine.profile)
     engines = [EngineProcess(settings, profile, prepared_model_dir)]
     server: ServerThread | None = None
     try:

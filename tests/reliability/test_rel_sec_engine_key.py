@@ -22,7 +22,7 @@ from serving.engine.auth_middleware import EngineKeyMiddleware
 from serving.engine.process import KEY_MIDDLEWARE, EngineProcess, engine_api_key
 from serving.engine.profiles import load_profile
 from serving.settings import EngineSettings, Settings, load_settings
-from tests.conftest import KEY_A, gateway_settings
+from tests.conftest import KEY_A, extra_engine_profile, gateway_settings
 from tests.fakes.upstream import ServerThread, free_port
 
 ENGINE_LOCK = Path("/tmp/planstack-engine.lock")
@@ -102,7 +102,7 @@ def test_engine_with_a_key_refuses_others_and_serves_the_gateway(
     settings.engine.port = free_port()
     key = secrets.token_urlsafe(32)
     settings.engine.api_key = SecretStr(key)
-    engine = EngineProcess(settings, load_profile(settings.engine.profile), prepared_model_dir)
+    engine = EngineProcess(settings, extra_engine_profile(settings.engine.profile), prepared_model_dir)
     server: ServerThread | None = None
     with ENGINE_LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # as `flock /tmp/planstack-engine.lock`: one extra engine at a time
