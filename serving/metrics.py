@@ -7,7 +7,10 @@ ones are counted as `other`.
 
 Series name a tenant only when `tenant_labels` is on, which the gateway does only when /metrics is
 protected by `gateway.metrics_token`: an open /metrics would list every tenant's ids and activity to
-anyone who can reach it. Without the labels those series count all tenants together.
+anyone who can reach it. Without the labels those series count all tenants together, and the names a
+tenant chose (a toolset's name, its tools', the calling app's tools) are not shown either: such calls
+are counted under `source="toolset"` or `"client"` with `tool="other"`; the product's own sources
+(`builtin`, `model`, `ask_user`) keep their tool names.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 OTHER = "other"
+PRODUCT_SOURCES = frozenset(("builtin", "model", "ask_user"))  # tool names the product, not a tenant, chose
 BREAKER_STATES = {"closed": 0.0, "open": 1.0, "half_open": 0.5}
 
 
@@ -170,16 +174,22 @@ class GatewayMetrics:
 
     # -- the executors' ToolCallObserver ------------------------------------------------------------
 
+    def _tool(self, spec: ToolSpec) -> tuple[str, str]:
+        """The (source, tool) labels of `spec`: a tenant's own names only behind the metrics token."""
+        if not self.tenant_labels and spec.source not in PRODUCT_SOURCES:
+            return ("client" if spec.source == "client" else "toolset"), OTHER
+        return self.tool_labels(spec.source, spec.name)
+
     def call_finished(self, spec: ToolSpec, outcome: str, seconds: float) -> None:
-        source, tool = self.tool_labels(spec.source, spec.name)
+        source, tool = self._tool(spec)
         self.tool_calls.labels(source, tool, outcome).inc()
         self.tool_seconds.labels(source, tool).observe(seconds)
 
     def call_retried(self, spec: ToolSpec) -> None:
-        self.tool_retries.labels(*self.tool_labels(spec.source, spec.name)).inc()
+        self.tool_retries.labels(*self._tool(spec)).inc()
 
     def breaker_changed(self, spec: ToolSpec, state: str) -> None:
-        self.tool_breaker.labels(*self.tool_labels(spec.source, spec.name)).set(BREAKER_STATES.get(state, 1.0))
+        self.tool_breaker.labels(*self._tool(spec)).set(BREAKER_STATES.get(state, 1.0))
 
     # -- the executors' SteeringObserver --------------------------------------------------------------
 

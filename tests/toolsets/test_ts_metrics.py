@@ -39,7 +39,10 @@ def test_tool_calls_outcomes_retries_and_breakers_are_series(
     gateway_factory: Callable[..., ToolsetGateway], service_factory: Callable[..., ServiceProcess]
 ) -> None:
     server = service_factory("examples.mcp_server")
-    gateway = gateway_factory(executors={"breaker_threshold": 2, "default_max_attempts": 2})
+    token = "metrics-token-0123"  # behind the token the series name the tenant's own toolsets and tools
+    gateway = gateway_factory(
+        executors={"breaker_threshold": 2, "default_max_attempts": 2}, gateway={"metrics_token": token}
+    )
     with gateway.client() as client:
         register(client, {"name": "inventory", "kind": "mcp", "url": f"{server.url}/mcp", "timeout_s": 0.3})
         plan = {"nodes": [
@@ -49,7 +52,7 @@ def test_tool_calls_outcomes_retries_and_breakers_are_series(
         ]}  # fmt: skip
         created = client.post("/v1/runs", json={"request": "stock", "toolsets": ["inventory"], "plan": plan})
         assert gateway.wait_status(created.json()["run_id"], "succeeded", "failed")["status"] == "failed"
-        text = client.get("/metrics").text
+        text = client.get("/metrics", headers={"Authorization": f"Bearer {token}"}).text
     calls = samples(text, "planstack_tool_calls_total")
     key = lambda tool, outcome: (("outcome", outcome), ("source", "inventory"), ("tool", tool))  # noqa: E731
     assert calls[key("get_stock", "ok")] == 1 and calls[key("get_stock", "remote_error")] == 1
@@ -60,6 +63,23 @@ def test_tool_calls_outcomes_retries_and_breakers_are_series(
     counted = samples(text, "planstack_tool_call_seconds_count")
     assert counted[(("source", "inventory"), ("tool", "get_stock"))] == 2
     assert samples(text, "planstack_runs_finished_total")[(("status", "failed"),)] == 1
+
+
+@pytest.mark.fake_upstream
+def test_an_open_metrics_page_shows_no_name_a_tenant_chose(
+    gateway: ToolsetGateway, service_factory: Callable[..., ServiceProcess]
+) -> None:
+    """Without `gateway.metrics_token` /metrics is open: a toolset's name and its tools' are tenant data."""
+    server = service_factory("examples.mcp_server")
+    with gateway.client() as client:
+        register(client, {"name": "inventory", "kind": "mcp", "url": f"{server.url}/mcp"})
+        plan = {"nodes": [{"id": "n1", "tool": "get_stock", "args": {"product_id": "prd_1001"}}]}
+        created = client.post("/v1/runs", json={"request": "stock", "toolsets": ["inventory"], "plan": plan})
+        assert gateway.wait_status(created.json()["run_id"], "succeeded", "failed")["status"] == "succeeded"
+        text = client.get("/metrics").text
+    calls = samples(text, "planstack_tool_calls_total")
+    assert calls[(("outcome", "ok"), ("source", "toolset"), ("tool", "other"))] == 1
+    assert "inventory" not in text and "get_stock" not in text
 
 
 @pytest.mark.fake_upstream
