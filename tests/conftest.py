@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 import httpx
@@ -125,14 +126,36 @@ def gateway_settings(home: Path, engine_base_url: str, engine_key: str | None = 
     return Settings(**values)
 
 
+class GatewayClient:
+    """An HTTP client of a gateway a test started at `url`, and a wait for a run's status."""
+
+    url: str
+    client_timeout_s: ClassVar[float] = 30
+
+    def client(self, key: str = KEY_A) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=self.client_timeout_s
+        )
+
+    def wait_status(
+        self, run_id: str, *statuses: str, key: str = KEY_A, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """The run's view once its status is one of `statuses`, or as it is after `timeout_s`."""
+        deadline = time.monotonic() + (self.client_timeout_s if timeout_s is None else timeout_s)
+        with self.client(key) as client:
+            while True:
+                view: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
+                if view.get("status") in statuses or time.monotonic() > deadline:
+                    return view
+                time.sleep(0.05)
+
+
 @dataclass
-class RunningGateway:
+class RunningGateway(GatewayClient):
     url: str
     settings: Settings
     server: ServerThread
-
-    def client(self, key: str = KEY_A) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=180)
+    client_timeout_s: ClassVar[float] = 180
 
 
 @pytest.fixture

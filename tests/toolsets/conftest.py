@@ -12,11 +12,10 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -26,7 +25,7 @@ from executors.sources.egress import Resolver
 from serving.app import create_app
 from serving.settings import Settings
 from serving.stack import build_stack
-from tests.conftest import FAKE_MODEL, KEY_A, RunningGateway, gateway_settings
+from tests.conftest import FAKE_MODEL, GatewayClient, RunningGateway, gateway_settings
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream
 from tests.sources.conftest import ServiceProcess, mcp_server, odd_service, service_factory  # noqa: F401 - shared fixtures
 
@@ -41,7 +40,7 @@ FAST: dict[str, Any] = {
 
 
 @dataclass
-class ToolsetGateway:
+class ToolsetGateway(GatewayClient):
     tmp_path: Path
     overrides: dict[str, Any]
     resolver: Resolver | None = None
@@ -75,17 +74,7 @@ class ToolsetGateway:
             if server is not None:
                 server.stop()
 
-    def client(self, key: str = KEY_A) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
-
-    def wait_status(self, run_id: str, *statuses: str, key: str = KEY_A, timeout_s: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        with self.client(key) as client:
-            while True:
-                view: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
-                if view.get("status") in statuses or time.monotonic() > deadline:
-                    return view
-                time.sleep(0.05)
+    client_timeout_s: ClassVar[float] = 60
 
     @property
     def store_file(self) -> Path:

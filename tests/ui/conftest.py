@@ -5,20 +5,18 @@ and starts a new one on the same home folder and run store (a gateway restart)."
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import httpx
 import pytest
 from pydantic import SecretStr
 
 from serving.app import create_app
 from serving.settings import Settings
 from serving.stack import build_stack
-from tests.conftest import FAKE_MODEL, KEY_A, gateway_settings
+from tests.conftest import FAKE_MODEL, GatewayClient, gateway_settings
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream
 from tests.ui.helpers import ToolCalls, steering_registry
 
@@ -35,7 +33,7 @@ FAST: dict[str, Any] = {
 
 
 @dataclass
-class SteeringStack:
+class SteeringStack(GatewayClient):
     tmp_path: Path
     overrides: dict[str, Any]
     calls: ToolCalls = field(default_factory=ToolCalls)
@@ -67,17 +65,7 @@ class SteeringStack:
             if server is not None:
                 server.stop()
 
-    def client(self, key: str = KEY_A) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-
-    def wait_status(self, run_id: str, *statuses: str, key: str = KEY_A, timeout_s: float = 30) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        with self.client(key) as client:
-            while True:
-                view: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
-                if view.get("status") in statuses or time.monotonic() > deadline:
-                    return view
-                time.sleep(0.05)
+    client_timeout_s: ClassVar[float] = 30
 
 
 @pytest.fixture
