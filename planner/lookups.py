@@ -122,7 +122,41 @@ def producers(
     described = _text_words(str(schema.get("description", "")))
     arg_words = ordered_tokens(arg)
     identifier = classify(arg, schema).is_identifier
-    entity = entity_words(arg, lex) if len(arg_words) > 1 else []
+    named = entity_words(arg, lex) if len(arg_words) > 1 else []
+    told = described_entity(described, lex) if identifier else []
+    for entity in [named] + ([told] if told and _norm(told, lex) != _norm(named, lex) else []):
+        found = _producers(consumer, arg, catalog, arg_words, entity, described, identifier, lookups_only, lex)
+        if found:
+            break
+    scores = similarity or {}
+    found.sort(key=lambda item: (item[0].strength, *item[1], -scores.get(item[0].tool, 0.0)))
+    return [producer for producer, _ in found]
+
+
+def described_entity(described: list[str], lex: Lexicon) -> list[str]:
+    """The thing an identifier's description says it identifies: "The unique identifier for the company
+    which is given by Intercom" → ["company"] (a name like `body_id`, flattened from a request body,
+    does not say it)."""
+    for i, word in enumerate(described[:-1]):
+        if word.lower() in lex.identifier_words or word.lower() == "identifier":
+            rest = described[i + 1 : i + 4]
+            if rest and rest[0].lower() in ("for", "of"):
+                thing = [w.lower() for w in rest[1:] if w.lower() not in lex.determiners]
+                return thing[:1]
+    return []
+
+
+def _producers(
+    consumer: ToolDef,
+    arg: str,
+    catalog: ToolCatalog,
+    arg_words: list[str],
+    entity: list[str],
+    described: list[str],
+    identifier: bool,
+    lookups_only: bool,
+    lex: Lexicon,
+) -> list[tuple[Producer, tuple[int, int]]]:
     own = nouns(consumer.name, lex) if identifier and not entity else []  # a bare `id`: the consumer's thing
     found: list[tuple[Producer, tuple[int, int]]] = []
     for tool in catalog:
@@ -134,9 +168,7 @@ def producers(
         if match is not None:
             named = -len(set(_norm(nouns(tool.name, lex), lex)) & set(_norm(described, lex)))
             found.append((match, (named, queryable(tool, lex))))
-    scores = similarity or {}
-    found.sort(key=lambda item: (item[0].strength, *item[1], -scores.get(item[0].tool, 0.0)))
-    return [producer for producer, _ in found]
+    return found
 
 
 def _by_output(

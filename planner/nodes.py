@@ -126,8 +126,11 @@ class NodeTurns:
         upstream: Sequence[Upstream],
         span: tuple[int, int] | None,
     ) -> dict[str, ArgOptions]:
-        """Each argument's options (planner/evidence.py); a skeleton's node also writes every argument its
-        demonstration wrote."""
+        """Each argument's options (planner/evidence.py). A skeleton's node also takes its demonstration's
+        references, required constants and the values refilled from this request (planner/transfer.py), and
+        its optional constants (`currencyCode: EUR`, the user's choice) when this request asks for no
+        optional argument the demonstration did not write; which optional arguments are written, this
+        request's evidence decides, as without a skeleton."""
         links = self._links(index, tools)
         options = NodeEvidence(self.req.values, span, upstream, links, defaults=self.config.stages.defaults).node(tool)
         for arg, values in self._preferred(index, tool, tools).items():  # a pack's dates (a check-out it
@@ -144,24 +147,31 @@ class NodeTurns:
             current = options[arg]
             options[arg] = replace(current, values=(*seeds, *current.values), typed=True, supported=True)
         carried = self._carried(index)
+        asked = {arg for arg, current in options.items() if not current.required and current.supported}
+        same_ask = asked <= set(self._taught(index))  # this request asks for nothing the demonstration did not
         for arg, value in carried.items():
             current = options.get(arg)
-            if current is not None and not current.supported:
-                kept = (value,) if not (isinstance(value, str) and value.startswith("$")) else ()
-                options[arg] = ArgOptions(arg, False, current.kind, kept, typed=True, closed=True)
-        taught = self._taught(index)
-        if taught is not None:  # the demonstration's structure: the optional arguments it wrote, no others
-            for arg, current in options.items():
-                if not current.required and arg not in taught:
-                    options[arg] = replace(current, supported=False)
+            if current is None or current.supported:
+                continue
+            reference = isinstance(value, str) and value.startswith("$")
+            if not current.required and not reference and not self._refilled(value) and not same_ask:
+                continue  # another request's optional constant (`unsubscribed: true`): this one asks otherwise
+            kept = (value,) if not reference else ()
+            options[arg] = ArgOptions(arg, False, current.kind, kept, typed=True, closed=True)
         return options
 
-    def _taught(self, index: int) -> set[str] | None:
-        """The arguments the skeleton's node `index` wrote (None: no skeleton, or no value transfer)."""
-        if self.skeleton is None or not self.config.stages.value_transfer:
-            return None
-        nodes = self.skeleton.plan.get("nodes", [])
-        return set(nodes[index].get("args", {})) if index < len(nodes) else None
+    def _taught(self, index: int) -> list[str]:
+        """The arguments the skeleton's node `index` wrote."""
+        nodes = self.skeleton.plan.get("nodes", []) if self.skeleton is not None else []
+        node = nodes[index] if index < len(nodes) and isinstance(nodes[index], dict) else {}
+        return list(node.get("args", {}))
+
+    def _refilled(self, value: Any) -> bool:
+        """The value is one this request writes (as written, its ISO reading or its number as text)."""
+        return any(
+            c.value == value and type(c.value) is type(value) or (c.iso and c.iso == value) or str(c.value) == value
+            for c in self.req.values.candidates
+        )
 
     def _seeds(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """For a lookup node of the proposal: its query argument → the names the request gives."""

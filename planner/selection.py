@@ -28,11 +28,10 @@ from datetime import date
 
 import numpy as np
 
-from planner.argkinds import ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
-from planner.lexicon import lexicon, lexicon_for, weights
-from planner.lookups import name_verbs
+from planner.fit import name_fit, names_a_parameter, value_fit
+from planner.lexicon import lexicon_for
 from planner.prerequisites import Gap, Lookup, with_prerequisites
 from planner.similarity import CachedEmbedder
 from planner.steps import Step, split_steps, tool_verb
@@ -105,23 +104,20 @@ def _with_toolless_tails(request: str, hints: list[StepHint]) -> list[StepHint]:
     return out
 
 
-def _name_words(steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
-    """Per step and tool: `weights().selection["name_word"]` for each word of the tool's name but its verb
-    that the step writes, and `name_verb` when the step writes the name's verb or a synonym of it
-    ("create a payment link" → `post-paymentLinks`; the lexicon's `verb_synonyms`). Stems are compared."""
-    lex, w = lexicon("en"), weights().selection
-    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
-    if not w.get("name_word") and not w.get("name_verb"):
-        return out
-    said = [{lex.stem(x) for x in re.findall(r"[a-z]+", s.text.lower()) if x not in lex.stopwords} for s in steps]
-    for j, tool in enumerate(catalog):
-        verbs = name_verbs(tool.name, lex)
-        words = {lex.stem(x) for x in ordered_tokens(tool.name.rsplit(".", 1)[-1]) if len(x) > 2 and x not in verbs}
-        words -= {lex.stem(x) for x in lex.stopwords}
-        verb_words = {lex.stem(x) for v in verbs for x in (v, *lex.verb_synonyms.get(v, ()))}
-        for i, step_words in enumerate(said):
-            out[i, j] = w.get("name_word", 0.0) * len(words & step_words)
-            out[i, j] += w.get("name_verb", 0.0) if verb_words & step_words else 0.0
+def _join_argument_steps(request: str, hints: list[StepHint], catalog: ToolCatalog) -> list[StepHint]:
+    """A step given the same tool as the step before it (tool-less steps between), that writes one of that
+    tool's parameter names, gives that call another argument ("…, and add priya@example.com as an
+    attendee"): it joins that step, with the steps between."""
+    out: list[StepHint] = []
+    for hint in hints:
+        at = next((k for k in range(len(out) - 1, -1, -1) if out[k].tool is not None), -1)  # tool-less between
+        last = out[at] if at >= 0 else None
+        same = last is not None and hint.tool is not None and hint.tool == last.tool and hint.tool in catalog
+        if same and last is not None and names_a_parameter(request, hint.step, catalog.get(str(hint.tool))):
+            start, end = last.step.start, hint.step.end
+            out[at:] = [StepHint(Step(request[start:end], start, end, last.step.implicit), last.tool, last.score)]
+            continue
+        out.append(hint)
     return out
 
 
@@ -153,7 +149,8 @@ class ToolSelector:
         lex = lexicon_for(request)  # a language the embedding model does not read is glossed in English
         vectors = await self.embedder.aembed([lex.glossed(request), *[lex.glossed(s.text) for s in steps], *texts])
         query, step_vectors, tool_vectors = vectors[0], vectors[1 : 1 + len(steps)], vectors[1 + len(steps) :]
-        per_step = step_vectors @ tool_vectors.T + _name_words(steps, catalog)  # (steps, tools)
+        per_step = step_vectors @ tool_vectors.T  # (steps, tools)
+        per_step += name_fit(request, steps, catalog) + value_fit(values, steps, catalog)
         whole = tool_vectors @ query
         best = np.maximum(whole, per_step.max(axis=0))
         names = catalog.names()
@@ -164,6 +161,7 @@ class ToolSelector:
         hints = self._hints(steps, per_step, names, set(shortlist.names()))
         if self.config.repeat_mask:
             hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
+        hints = _join_argument_steps(request, hints, catalog)
         proposed = _with_toolless_tails(request, hints)
         spans = [(h.step.start, h.step.end) for h in proposed]
         similarity = {names[i]: float(best[i]) for i in range(len(names))}

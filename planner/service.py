@@ -342,6 +342,7 @@ class PlannerService:
             nearest += hits[:learn]
         found.sort(key=lambda d: -d.score)
         own = usable(found, catalog)
+        written = own  # scored on the requests as written
         if self.config.stages.value_transfer and own:  # same shape, other values: compare the templates too
             own = await self._by_template(request, own)
         expected: set[str] = set()
@@ -350,9 +351,12 @@ class PlannerService:
         if not expected and self.config.skeleton_agree_proposal:  # no pack has an opinion: the proposal's tools
             expected = set(proposal)
         skeleton = None
-        if self.config.stages.skeletons:
-            skeleton = choose_skeleton(
-                own, expected, min_score=self.config.skeleton_min_score, agree_score=self.config.skeleton_agree_score
+        if self.config.stages.skeletons:  # a structure the expected tools agree with, by shape (templates too);
+            # one copied whatever is expected only for a near-repeat of the request as written: "Refund <amount>
+            # of payment <id>" and "Capture <amount> on payment <id>" share a shape, not their tools
+            skeleton = choose_skeleton(own, expected, min_score=None, agree_score=self.config.skeleton_agree_score)
+            skeleton = skeleton or choose_skeleton(
+                written, set(), min_score=self.config.skeleton_min_score, agree_score=None
             )
         demos = (found if self.config.demonstrations_foreign else own)[:k]
         if skeleton is not None:

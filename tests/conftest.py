@@ -8,6 +8,8 @@
   gateways get it through their settings). An engine this session starts gets a fresh key; for
   `PLANSTACK_TEST_ENGINE_URL` it is `PLANSTACK_TEST_ENGINE_KEY`, else the home's engine-key file if
   there is one (an engine started without a key ignores it).
+- `session_engine` (session): that engine's process (None for an engine already running).
+- `spare_engine` (session): a second real engine, started on first use, that tests may kill.
 - `gateway_factory`: real gateways (uvicorn on loopback ports) in front of that engine.
 - `fake_gateway`: a real gateway in front of the FAKE upstream in tests/fakes (marker fake_upstream).
 - `postgres_server` / `postgres_url` (tests/postgres.py): a REAL PostgreSQL started for the session.
@@ -76,11 +78,10 @@ def engine_headers(engine_key: str | None) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def engine_url(prepared_model_dir: Path, engine_key: str | None) -> Iterator[str]:
-    external = os.environ.get("PLANSTACK_TEST_ENGINE_URL")
-    if external:
-        assert httpx.get(f"{external}/health", timeout=5).status_code == 200, f"no engine at {external}"
-        yield external.rstrip("/")
+def session_engine(prepared_model_dir: Path, engine_key: str | None) -> Iterator[EngineProcess | None]:
+    """The engine this session started (None for `PLANSTACK_TEST_ENGINE_URL`: its process is not ours)."""
+    if os.environ.get("PLANSTACK_TEST_ENGINE_URL"):
+        yield None
         return
     settings = load_settings()
     settings.engine.port = free_port()
@@ -90,12 +91,71 @@ def engine_url(prepared_model_dir: Path, engine_key: str | None) -> Iterator[str
     pid = engine._proc.pid if engine._proc is not None else -1
     try:
         engine.wait_healthy(settings.engine.startup_timeout_s)
-        yield engine.base_url
+        yield engine
     finally:
         engine.stop()
     # Stopping must leave nothing behind: no process, no listening port.
     assert not pid_alive(pid), "the engine process outlived stop()"
     assert not port_in_use(settings.engine.host, settings.engine.port), "the engine port is still open"
+
+
+@pytest.fixture(scope="session")
+def engine_url(session_engine: EngineProcess | None) -> str:
+    external = os.environ.get("PLANSTACK_TEST_ENGINE_URL")
+    if session_engine is not None:
+        return session_engine.base_url
+    assert external and httpx.get(f"{external}/health", timeout=5).status_code == 200, f"no engine at {external}"
+    return external.rstrip("/")
+
+
+class SpareEngine:
+    """A second real engine beside the session's, for the tests that kill one (engine loss and restart,
+    routing failover): started on first use, with the session's key, on one port for the whole session;
+    `running()` starts it again when an earlier test killed it. One spare serves all those tests, so the
+    session starts it once plus once per kill instead of once or twice per test."""
+
+    def __init__(self, model_dir: Path, engine_key: str | None) -> None:
+        self.settings = load_settings()
+        self.settings.engine.port = free_port()
+        self.settings.engine.api_key = SecretStr(engine_key) if engine_key else None
+        self.profile = extra_engine_profile(self.settings.engine.profile)
+        self.model_dir = model_dir
+        self.engine: EngineProcess | None = None
+        self.starts = 0
+
+    def running(self) -> EngineProcess:
+        """The spare, healthy: started (again) when it is not running."""
+        engine = self.engine
+        alive = engine is not None and engine._proc is not None and engine._proc.poll() is None
+        if engine is not None and alive and self._healthy(engine):
+            return engine
+        if engine is not None:
+            engine.stop()  # reaps what a kill left behind
+        self.engine = EngineProcess(self.settings, self.profile, self.model_dir)
+        self.engine.start()
+        self.starts += 1
+        self.engine.wait_healthy(self.settings.engine.startup_timeout_s)
+        return self.engine
+
+    @staticmethod
+    def _healthy(engine: EngineProcess) -> bool:
+        try:
+            return httpx.get(f"{engine.base_url}/health", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        if self.engine is not None:
+            self.engine.stop()
+
+
+@pytest.fixture(scope="session")
+def spare_engine(prepared_model_dir: Path, engine_key: str | None) -> Iterator[SpareEngine]:
+    spare = SpareEngine(prepared_model_dir, engine_key)
+    try:
+        yield spare
+    finally:
+        spare.stop()
 
 
 def extra_engine_profile(name: str) -> EngineProfile:

@@ -38,7 +38,8 @@ class RoutedGateway:
 
 @pytest.fixture
 def routed_gateway_factory(tmp_path: Path) -> Iterator[Callable[..., RoutedGateway]]:
-    """`make(worker_urls, engine_model, model_dir, router={flag: value}, **settings)`: router + gateway."""
+    """`make(worker_urls, engine_model, model_dir, router={flag: value}, engine_key=..., **settings)`: router +
+    gateway (`engine_key`: the key the engines behind the router require)."""
     started: list[tuple[RouterProcess, ServerThread]] = []
 
     def make(
@@ -46,10 +47,17 @@ def routed_gateway_factory(tmp_path: Path) -> Iterator[Callable[..., RoutedGatew
         engine_model: str,
         model_dir: Path | None,
         router: dict[str, object] | None = None,
+        engine_key: str | None = None,
         **overrides: Any,
     ) -> RoutedGateway:
         process = RouterProcess(worker_urls, tmp_path / "router.log", **(router or {})).start()
-        engine = EngineSettings(host="127.0.0.1", port=process.port, health_path="/readiness", request_timeout_s=120)
+        engine = EngineSettings(
+            host="127.0.0.1",
+            port=process.port,
+            health_path="/readiness",
+            request_timeout_s=120,
+            api_key=SecretStr(engine_key) if engine_key else None,
+        )
         values: dict[str, Any] = {
             "home": tmp_path / "gateway",
             "api_keys": SecretStr(",".join(f"{key_of(t)}={t}" for t in TENANTS)),

@@ -5,8 +5,8 @@
 - failover: the engine serving a tenant is SIGKILLed while a stream is in flight; the tenant's next
   requests are answered by the other engine with no error (only the in-flight one may fail).
 
-Starts its own two engines (each 1.5-2 min on 2 cores): run it under `flock /tmp/planstack-engine.lock`
-when other engines may be starting on the same machine.
+The two engines are the session's own and the session's spare (tests/conftest.py `spare_engine`, the
+one the failover kills), both with the session's engine key; the router forwards the gateway's key.
 """
 
 from __future__ import annotations
@@ -14,18 +14,17 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.engine.process import EngineProcess, engine_api_key, engine_headers
-from serving.settings import load_settings
-from tests.conftest import extra_engine_profile
+from serving.engine.process import engine_headers
+from tests.conftest import SpareEngine
 from tests.deploy.conftest import TENANTS, RoutedGateway
-from tests.fakes.upstream import free_port
 
 pytestmark = [pytest.mark.engine, pytest.mark.multi_engine]
 
@@ -37,10 +36,17 @@ SYSTEM = " ".join(
 )
 
 
-def counter(engine: EngineProcess, name: str) -> float:
-    """Sum of one counter over all its label sets on an engine's /metrics (which needs the engine's key)."""
-    headers = engine_headers(engine_api_key(engine.settings))
-    text = httpx.get(f"{engine.base_url}/metrics", headers=headers, timeout=10).text
+@dataclass(frozen=True)
+class Worker:
+    """One engine behind the router: its URL and the key its /metrics needs."""
+
+    base_url: str
+    key: str | None
+
+
+def counter(engine: Worker, name: str) -> float:
+    """Sum of one counter over all its label sets on an engine's /metrics."""
+    text = httpx.get(f"{engine.base_url}/metrics", headers=engine_headers(engine.key), timeout=10).text
     return sum(
         sample.value
         for family in text_string_to_metric_families(text)
@@ -49,11 +55,8 @@ def counter(engine: EngineProcess, name: str) -> float:
     )
 
 
-def snapshot(engines: list[EngineProcess]) -> list[tuple[float, float]]:
-    return [
-        (counter(e, "vllm:request_success_total"), counter(e, "vllm:prefix_cache_hits_total"))
-        for e in engines
-    ]
+def snapshot(engines: list[Worker]) -> list[tuple[float, float]]:
+    return [(counter(e, "vllm:request_success_total"), counter(e, "vllm:prefix_cache_hits_total")) for e in engines]
 
 
 def chat(gateway: RoutedGateway, tenant: str, text: str, **extra: object) -> httpx.Response:
@@ -68,44 +71,22 @@ def chat(gateway: RoutedGateway, tenant: str, text: str, **extra: object) -> htt
         return client.post(CHAT, json=body)
 
 
-@pytest.fixture(scope="module")
-def deploy_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One state folder for the engines and the gateway (logs, and whatever key they share), reusing
-    the machine's vLLM compile cache."""
-    home = tmp_path_factory.mktemp("multi-engine")
-    shared_cache = load_settings().home / "vllm-cache"
-    shared_cache.mkdir(parents=True, exist_ok=True)
-    (home / "vllm-cache").symlink_to(shared_cache, target_is_directory=True)
-    return home
-
-
-@pytest.fixture(scope="module")
-def two_engines(prepared_model_dir: Path, deploy_home: Path) -> Iterator[list[EngineProcess]]:
-    engines = []
-    for _ in range(2):
-        settings = load_settings(home=deploy_home)
-        settings.engine.port = free_port()
-        engines.append(EngineProcess(settings, extra_engine_profile(settings.engine.profile), prepared_model_dir))
-    try:
-        for engine in engines:  # both compile at once: about as long as one on this machine
-            engine.start()
-        for engine in engines:
-            engine.wait_healthy(engine.settings.engine.startup_timeout_s)
-        yield engines
-    finally:
-        for engine in engines:
-            engine.stop()
+@pytest.fixture
+def two_engines(engine_url: str, engine_key: str | None, spare_engine: SpareEngine) -> list[Worker]:
+    """The session's engine (0) and the spare (1), the one this test may kill."""
+    return [Worker(engine_url, engine_key), Worker(spare_engine.running().base_url, engine_key)]
 
 
 def test_tenants_stick_to_one_engine_and_survive_the_loss_of_it(
-    two_engines: list[EngineProcess],
-    deploy_home: Path,
+    two_engines: list[Worker],
+    spare_engine: SpareEngine,
+    engine_key: str | None,
     engine_model: str,
     prepared_model_dir: Path,
     routed_gateway_factory: Callable[..., RoutedGateway],
 ) -> None:
     urls = [engine.base_url for engine in two_engines]
-    gateway = routed_gateway_factory(urls, engine_model, prepared_model_dir, home=deploy_home)
+    gateway = routed_gateway_factory(urls, engine_model, prepared_model_dir, engine_key=engine_key)
 
     # Placement: probe tenants (one request each) until both engines have one.
     placement: dict[str, int] = {}
@@ -145,8 +126,8 @@ def test_tenants_stick_to_one_engine_and_survive_the_loss_of_it(
     assert after[home][0] > before[home][0] and after[1 - home][0] == before[1 - home][0]
 
     # Failover: kill the engine of one tenant while a stream of that tenant is in flight.
-    victim = next(iter(placement))
-    dead, alive = two_engines[placement[victim]], two_engines[1 - placement[victim]]
+    victim = next(tenant for tenant, engine in placement.items() if engine == 1)  # a tenant of the spare
+    dead, alive = spare_engine.running(), two_engines[0]
     first_chunk = threading.Event()
     in_flight: dict[str, object] = {}
 

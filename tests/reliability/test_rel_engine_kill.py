@@ -1,5 +1,5 @@
-"""The engine killed (SIGKILL) in the middle of requests, then restarted: a DEDICATED vLLM engine
-started here on a free port (never the shared/session one), once, and stopped at the end.
+"""The engine killed (SIGKILL) in the middle of requests, then restarted: the session's SPARE vLLM engine
+(tests/conftest.py `spare_engine`, never the session's own), killed here and started again on its port.
 
 Clients in flight get an OpenAI-shaped 503 (a stream gets a final error event and [DONE]) within
 seconds, not a hang; /health reports the engine unavailable; new requests get 503 + Retry-After at
@@ -19,10 +19,9 @@ import httpx
 import pytest
 
 from serving.app import create_app
-from serving.engine.process import EngineProcess, engine_api_key, pid_alive
-from serving.settings import load_settings
-from tests.conftest import KEY_A, extra_engine_profile, gateway_settings
-from tests.fakes.upstream import ServerThread, free_port
+from serving.engine.process import pid_alive
+from tests.conftest import KEY_A, SpareEngine, gateway_settings
+from tests.fakes.upstream import ServerThread
 from tests.reliability.helpers import check_error_shape
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -33,16 +32,13 @@ def _chat(model: str, max_tokens: int, stream: bool = False) -> dict[str, object
             "max_tokens": max_tokens, "temperature": 0, "stream": stream}  # fmt: skip
 
 
-def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engine_model: str, tmp_path: Path) -> None:
-    settings = load_settings()
-    settings.engine.port = free_port()
-    profile = extra_engine_profile(settings.engine.profile)
-    engines = [EngineProcess(settings, profile, prepared_model_dir)]
+def test_engine_killed_mid_request_then_restarted(
+    spare_engine: SpareEngine, engine_key: str | None, engine_model: str, tmp_path: Path
+) -> None:
+    engine = spare_engine.running()
     server: ServerThread | None = None
     try:
-        engines[0].start()
-        engines[0].wait_healthy(settings.engine.startup_timeout_s)
-        gw = gateway_settings(tmp_path, engines[0].base_url, engine_api_key(settings))
+        gw = gateway_settings(tmp_path, engine.base_url, engine_key)
         server = ServerThread(create_app(gw, engine_model=engine_model, model_dir=None)).start()
         client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {KEY_A}"}, timeout=120)
         assert client.post("/v1/chat/completions", json=_chat(engine_model, 4)).status_code == 200
@@ -50,7 +46,9 @@ def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engi
         # Two requests in flight when the engine dies: a whole-body one and a stream.
         answers: dict[str, httpx.Response] = {}
         worker = threading.Thread(
-            target=lambda: answers.setdefault("body", client.post("/v1/chat/completions", json=_chat(engine_model, 400)))
+            target=lambda: answers.setdefault(
+                "body", client.post("/v1/chat/completions", json=_chat(engine_model, 400))
+            )
         )
         with client.stream("POST", "/v1/chat/completions", json=_chat(engine_model, 400, stream=True)) as stream:
             lines = stream.iter_lines()
@@ -58,7 +56,7 @@ def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engi
             assert "error" not in first
             worker.start()
             time.sleep(1.0)  # the body request is decoding now
-            pid = engines[0]._proc.pid  # type: ignore[union-attr]
+            pid = engine._proc.pid  # type: ignore[union-attr]
             killed_at = time.monotonic()
             os.killpg(pid, signal.SIGKILL)
             rest = [line for line in lines if line.startswith("data: ")]
@@ -70,7 +68,7 @@ def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engi
         check_error_shape(body)
         assert body.status_code == 503 and body.json()["error"]["code"] == "engine_unavailable"
         assert stream_done_s < 15 and body_done_s < 15  # failed fast, no hang until the timeout
-        engines[0].stop()
+        engine.stop()
         assert not pid_alive(pid)
 
         health = client.get("/health")
@@ -80,9 +78,7 @@ def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engi
         assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
 
         # The engine comes back on the same port: the same gateway serves again.
-        engines.append(EngineProcess(settings, profile, prepared_model_dir))
-        engines[1].start()
-        engines[1].wait_healthy(settings.engine.startup_timeout_s)
+        assert spare_engine.running().base_url == engine.base_url
         assert client.get("/health").json()["engine"] == "ok"
         again = client.post("/v1/chat/completions", json=_chat(engine_model, 4))
         assert again.status_code == 200, again.text
@@ -92,5 +88,3 @@ def test_engine_killed_mid_request_then_restarted(prepared_model_dir: Path, engi
     finally:
         if server is not None:
             server.stop()
-        for engine in engines:
-            engine.stop()

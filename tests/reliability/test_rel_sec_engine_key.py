@@ -3,14 +3,12 @@
 The engine starts with a key only the gateway knows (in its environment, not its argv) and with
 `serving.engine.auth_middleware` loaded, because vLLM's own `--api-key` check covers only `/v1`,
 `/v2`, `/inference` and `/cohere`: `/invocations` (the same inference), `/tokenize`, `/metrics` and
-others stay open without it. The engine test starts its own engine (one start, serialised with the
-other extra engines through /tmp/planstack-engine.lock)."""
+others stay open without it. The engine test checks the session's own engine, which the test session
+starts with a fresh key as `planstack serve` does."""
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import secrets
 from pathlib import Path
 
 import httpx
@@ -21,11 +19,10 @@ from serving.app import create_app
 from serving.engine.auth_middleware import EngineKeyMiddleware
 from serving.engine.process import KEY_MIDDLEWARE, EngineProcess, engine_api_key
 from serving.engine.profiles import load_profile
-from serving.settings import EngineSettings, Settings, load_settings
-from tests.conftest import KEY_A, extra_engine_profile, gateway_settings
+from serving.settings import EngineSettings, Settings
+from tests.conftest import KEY_A, gateway_settings
 from tests.fakes.upstream import ServerThread, free_port
 
-ENGINE_LOCK = Path("/tmp/planstack-engine.lock")
 GUARDED = [  # (method, path, body): inference, tokenizer, metrics and admin routes
     ("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}),
     ("POST", "/v1/completions", {"prompt": "hi", "max_tokens": 1}),
@@ -93,42 +90,32 @@ def test_gateway_with_a_key_still_works_with_an_engine_without_one(
 
 
 @pytest.mark.engine
-@pytest.mark.slow
-@pytest.mark.timeout(900)
 def test_engine_with_a_key_refuses_others_and_serves_the_gateway(
-    prepared_model_dir: Path, engine_model: str, tmp_path: Path
+    session_engine: EngineProcess | None, engine_key: str | None, engine_model: str, tmp_path: Path
 ) -> None:
-    settings = load_settings()
-    settings.engine.port = free_port()
-    key = secrets.token_urlsafe(32)
-    settings.engine.api_key = SecretStr(key)
-    engine = EngineProcess(settings, extra_engine_profile(settings.engine.profile), prepared_model_dir)
-    server: ServerThread | None = None
-    with ENGINE_LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # as `flock /tmp/planstack-engine.lock`: one extra engine at a time
-        try:
-            engine.start()
-            engine.wait_healthy(settings.engine.startup_timeout_s)
-            pid = engine._proc.pid if engine._proc is not None else -1
-            assert key not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-            with httpx.Client(base_url=engine.base_url, timeout=60) as direct:
-                assert direct.get("/health").status_code == 200
-                for method, path, body in GUARDED:
-                    for headers in ({}, {"Authorization": "Bearer not-the-key"}):
-                        refused = direct.request(method, path, json=body, headers=headers)
-                        assert refused.status_code == 401, (path, refused.status_code, refused.text[:200])
-                assert direct.get("/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code == 200
-            gateway = gateway_settings(tmp_path, engine.base_url, key)
-            server = ServerThread(create_app(gateway, engine_model=engine_model, model_dir=None)).start()
-            with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {KEY_A}"}, timeout=180) as client:
-                assert client.get("/health").json()["engine"] == "ok"
-                chat = {"model": engine_model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
-                assert client.post("/v1/chat/completions", json=chat).status_code == 200
-                streamed = client.post("/v1/chat/completions", json={**chat, "stream": True})
-                assert streamed.status_code == 200 and "data: [DONE]" in streamed.text
-                plan = client.post("/v1/plans", json={"request": "Weather in Hangzhou on 2027-06-20"})
-                assert plan.status_code == 200 and plan.json()["path"] in ("model", "model_retry"), plan.text
-        finally:
-            if server is not None:
-                server.stop()
-            engine.stop()
+    """The session's own engine, started by the product's `EngineProcess` with a key."""
+    if session_engine is None or engine_key is None:
+        pytest.skip("the engine was started outside this session (its argv and key are not this test's)")
+    key = engine_key
+    pid = session_engine._proc.pid if session_engine._proc is not None else -1
+    assert key not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    with httpx.Client(base_url=session_engine.base_url, timeout=60) as direct:
+        assert direct.get("/health").status_code == 200
+        for method, path, body in GUARDED:
+            for headers in ({}, {"Authorization": "Bearer not-the-key"}):
+                refused = direct.request(method, path, json=body, headers=headers)
+                assert refused.status_code == 401, (path, refused.status_code, refused.text[:200])
+        assert direct.get("/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    gateway = gateway_settings(tmp_path, session_engine.base_url, key)
+    server = ServerThread(create_app(gateway, engine_model=engine_model, model_dir=None)).start()
+    try:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {KEY_A}"}, timeout=180) as client:
+            assert client.get("/health").json()["engine"] == "ok"
+            chat = {"model": engine_model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+            assert client.post("/v1/chat/completions", json=chat).status_code == 200
+            streamed = client.post("/v1/chat/completions", json={**chat, "stream": True})
+            assert streamed.status_code == 200 and "data: [DONE]" in streamed.text
+            plan = client.post("/v1/plans", json={"request": "Weather in Hangzhou on 2027-06-20"})
+            assert plan.status_code == 200 and plan.json()["path"] in ("model", "model_retry"), plan.text
+    finally:
+        server.stop()

@@ -89,7 +89,11 @@ def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., ToolsetGateway]]:
+def gateway_factory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., ToolsetGateway]]:
+    """Gateways in front of the fake upstream. They stop before the test's services (`service_factory` is
+    set up first, so torn down last): a gateway holds its MCP sessions' streams open, and a service
+    stopped first would wait for them until its stop timed out."""
+    request.getfixturevalue("service_factory")
     made: list[ToolsetGateway] = []
 
     def make(resolver: Resolver | None = None, **overrides: Any) -> ToolsetGateway:

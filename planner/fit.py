@@ -1,0 +1,167 @@
+"""How well a tool's name and parameters fit a request's steps, beside the embedding similarity.
+
+Both scores are added to the similarity of every (step, tool) pair in planner/selection.py; their
+weights are data (`selection` in configs/lexicon/weights.yaml). Each is counted relative to the
+candidate that fits least, so it ranks tools without moving the best one across `step_min`.
+
+- `name_fit`: the words of a tool's name that a step writes, and those the whole request never writes
+  (claims the request does not make: `getTrafficRoute` beside `getRoute` for "a route").
+- `value_fit`: the kinds of value a step holds (a date or time, an e-mail address, a URL, a phone
+  number, coordinates) that some parameter of the tool takes, nested ones included ("Add 'Review' to
+  my calendar on March 3 from 10:00" fits the events tool with `start.dateTime`, not the calendars one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from planner.argkinds import classify, ordered_tokens
+from planner.catalog import ToolCatalog, ToolDef
+from planner.lexicon import Lexicon, lexicon, lexicon_for, weights
+from planner.lookups import name_verbs
+from planner.steps import Step
+from planner.values import RequestValues
+
+_ROUTE_METHOD = re.compile(r"(get|post|put|patch|delete)[-_]", re.IGNORECASE)
+# value kinds (planner/values.py) → the argument kinds (planner/argkinds.py) that take them
+_TAKES = {
+    "date": {"date", "datetime", "epoch"},
+    "datetime": {"date", "datetime", "epoch"},
+    "time": {"time", "datetime"},
+    "email": {"email"},
+    "url": {"url"},
+    "phone": {"phone"},
+}
+_DEPTH = 3  # nested parameter levels read (an event's `start.dateTime`)
+_PARAMETERS = 200  # parameters read per tool at most
+
+
+def _stem(word: str, lex: Lexicon) -> str:
+    """The lexicon's stem of the singular, so that a word and its plural meet ("refund" and "refunds",
+    "attendee" and "attendees": the stem alone cuts each pair differently)."""
+    word = word.lower()
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "xes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        word = word[:-1]
+    return lex.stem(word)
+
+
+def _said(text: str, lex: Lexicon) -> set[str]:
+    """The stems a text writes, and the stem of each pair of adjacent words written as one ("task list" →
+    `tasklist`, as in `tasks_tasklists_insert`)."""
+    words = [x for x in re.findall(r"[a-z]+", text.lower()) if x not in lex.stopwords]
+    return {_stem(x, lex) for x in words} | {_stem(a + b, lex) for a, b in zip(words, words[1:], strict=False)}
+
+
+def _claims(name: str, tool: ToolDef) -> list[str]:
+    """The words of a tool's name but those of a parameter named in it: an id generated from a route
+    (`post-payments-paymentPspReference-refunds`) holds its path parameters, which are slots, not claims."""
+    parameters = {p.lower() for p in tool.properties}
+    return [w for part in re.split(r"[-_.]+", name) if part.lower() not in parameters for w in ordered_tokens(part)]
+
+
+def name_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Per step and tool, from the words of the tool's name (stems compared; a request in another language
+    is read through its lexicon's English glosses):
+
+    - `name_word` for each word of the name but its verb that the step writes, and `name_verb` when the
+      step writes the name's verb or a synonym of it ("create a payment link" → `post-paymentLinks`; the
+      lexicon's `verb_synonyms`);
+    - minus `name_unsaid` for each such word, and `verb_unsaid` for each such verb, that the whole request
+      never writes (`ScheduleSingleSend` beside `CreateSingleSend` for "create a single send"). The method
+      that starts an id generated from a route (`post-payments-…`) is not counted as a claim."""
+    lex, w = lexicon("en"), weights().selection
+    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
+    if not len(catalog) or not any(w.get(k) for k in ("name_word", "name_verb", "name_unsaid", "verb_unsaid")):
+        return out
+    gloss = lexicon_for(request)
+    said = [_said(gloss.glossed(s.text), lex) for s in steps]
+    whole = _said(gloss.glossed(request), lex)
+    stop = {_stem(x, lex) for x in lex.stopwords}
+    unsaid = np.zeros(len(catalog), dtype=np.float32)
+    for j, tool in enumerate(catalog):
+        name = tool.name.rsplit(".", 1)[-1]
+        verbs = name_verbs(name, lex)
+        words = {_stem(x, lex) for x in _claims(name, tool) if len(x) > 2 and x not in verbs} - stop
+        verb_words = {v: {_stem(x, lex) for x in (v, *lex.verb_synonyms.get(v, ()))} for v in verbs}
+        said_verbs = set().union(*verb_words.values())
+        claimed = verbs - {m.group(1).lower()} if (m := _ROUTE_METHOD.match(name)) else verbs
+        for i, step_words in enumerate(said):
+            out[i, j] = w.get("name_word", 0.0) * len(words & step_words)
+            out[i, j] += w.get("name_verb", 0.0) if said_verbs & step_words else 0.0
+        unsaid[j] = w.get("name_unsaid", 0.0) * len(words - whole)
+        unsaid[j] += w.get("verb_unsaid", 0.0) * sum(1 for v in claimed if not verb_words[v] & whole)
+    return out - (unsaid - unsaid.min())
+
+
+def _parameters(schema: Any, depth: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, schema) of every parameter of an object schema, nested objects and array items included, to
+    `_DEPTH` levels."""
+    if not isinstance(schema, dict) or depth > _DEPTH:
+        return
+    items = schema.get("items")
+    if isinstance(items, dict):
+        yield from _parameters(items, depth + 1)
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for name, sub in properties.items():
+        if isinstance(sub, dict):
+            yield str(name), sub
+            yield from _parameters(sub, depth + 1)
+
+
+def taken_kinds(tool: ToolDef) -> set[str]:
+    """The value kinds (planner/values.py) some parameter of the tool takes."""
+    kinds: set[str] = set()
+    for count, (name, schema) in enumerate(_parameters(dict(tool.parameters))):
+        if count >= _PARAMETERS:
+            break
+        kind = classify(name, schema).kind
+        kinds |= {value for value, takers in _TAKES.items() if kind in takers}
+    return kinds
+
+
+def value_fit(values: RequestValues, steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Per step and tool: `value_kind` for each kind of value written inside the step that some parameter
+    of the tool takes, above the candidate that takes the fewest of them."""
+    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
+    weight = weights().selection.get("value_kind", 0.0)
+    if not weight or not len(catalog):
+        return out
+    taken = [taken_kinds(tool) for tool in catalog]
+    for i, step in enumerate(steps):
+        held = {
+            c.kind
+            for c in values.candidates
+            if c.written and c.kind in _TAKES and step.start <= c.start and c.end <= step.end
+        }
+        if held:
+            row = np.array([len(held & kinds) for kinds in taken], dtype=np.float32)
+            out[i] = weight * (row - row.min())
+    return out
+
+
+def names_a_parameter(request: str, step: Step, tool: ToolDef) -> bool:
+    """The step writes a word of one of the tool's parameter names (nested ones included) that is not a
+    word of the tool's own name: "…, and add priya@example.com as an attendee" after a step given
+    `calendar_events_insert` fills its `attendees`, where "and add a task 'Pack'" after `tasks_insert`
+    is another call."""
+    lex = lexicon("en")
+    said = _said(lexicon_for(request).glossed(step.text), lex)
+    own = {_stem(x, lex) for x in ordered_tokens(tool.name)}
+    stop = {_stem(x, lex) for x in lex.stopwords}
+    for count, (name, _) in enumerate(_parameters(dict(tool.parameters))):
+        if count >= _PARAMETERS:
+            break
+        words = {_stem(x, lex) for x in ordered_tokens(name) if len(x) > 2} - own - stop
+        if words & said:
+            return True
+    return False

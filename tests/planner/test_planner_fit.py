@@ -1,0 +1,179 @@
+"""Name and value fit beside the embedding (planner/fit.py) and the identifier a description names
+(planner/lookups.py), on real catalog shapes: camelCase and route-generated ids, nested request bodies,
+a flattened body id. Model-free: the HashingEmbedder (or no embedder at all)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import date
+from typing import Any
+
+import numpy as np
+
+from planner.catalog import ToolCatalog
+from planner.config import SelectionConfig
+from planner.fit import name_fit, names_a_parameter, taken_kinds, value_fit
+from planner.lexicon import lexicon
+from planner.lookups import described_entity, producers
+from planner.selection import ToolSelector
+from planner.similarity import CachedEmbedder, HashingEmbedder
+from planner.steps import Step
+from planner.values import extract
+
+TODAY = date(2026, 12, 1)
+
+
+def fn(name: str, description: str, props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": props, "required": required or []}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def whole(request: str) -> list[Step]:
+    return [Step(request, 0, len(request), False)]
+
+
+ROUTES = ToolCatalog.from_openai(
+    [
+        fn("getRoute", "Compute a route between points.", {"origin": {"type": "string"}}, ["origin"]),
+        fn("getTrafficRoute", "Compute a route between points.", {"origin": {"type": "string"}}, ["origin"]),
+    ]
+)
+
+
+def test_a_name_word_the_request_never_writes_counts_against_the_tool() -> None:
+    request = "Driving route from 48.85,2.35 to 45.76,4.83"
+    fit = name_fit(request, whole(request), ROUTES)
+    assert fit[0, 0] > fit[0, 1]  # `traffic` is a claim the request does not make
+    assert fit[0, 0] == fit[0, 0]  # the candidate with the fewest unsaid words keeps its score
+    said = "Route from 48.85,2.35 to 45.76,4.83 through today's traffic"
+    assert name_fit(said, whole(said), ROUTES)[0, 1] >= name_fit(said, whole(said), ROUTES)[0, 0]
+
+
+def test_an_unsaid_verb_counts_more_than_the_route_method_of_a_generated_id() -> None:
+    sends = ToolCatalog.from_openai(
+        [
+            fn("ScheduleSingleSend", "Schedule a single send.", {"send_at": {"type": "string"}}),
+            fn("CreateSingleSend", "Create a single send.", {"send_at": {"type": "string"}}),
+        ]
+    )
+    request = "Create a single send called 'Digest'"
+    fit = name_fit(request, whole(request), sends)
+    assert fit[0, 1] > fit[0, 0]
+    refunds = ToolCatalog.from_openai(
+        [
+            fn(
+                "post-payments-paymentPspReference-refunds",
+                "Refund a payment.",
+                {"paymentPspReference": {"type": "string"}, "amount": {"type": "integer"}},
+                ["paymentPspReference"],
+            ),
+            fn("patch-paymentLinks-linkId", "Update a payment link.", {"linkId": {"type": "string"}}, ["linkId"]),
+        ]
+    )
+    request = "Refund the payment 7712093847562091"
+    fit = name_fit(request, whole(request), refunds)
+    # `post` starts a route's id and `paymentPspReference` is its path parameter: neither is a claim
+    assert fit[0, 0] > fit[0, 1]
+
+
+def test_two_written_words_match_one_compound_name_word() -> None:
+    lists = ToolCatalog.from_openai(
+        [
+            fn("tasks_tasklists_insert", "Creates a new task list.", {"title": {"type": "string"}}),
+            fn("tasks_tasks_move", "Moves a task.", {"task": {"type": "string"}}),
+        ]
+    )
+    request = "Create a task list called 'Move house'"
+    fit = name_fit(request, whole(request), lists)
+    assert fit[0, 0] > fit[0, 1]
+
+
+def test_a_chinese_request_is_read_through_its_glosses() -> None:
+    request = "为支付 7712093847562091 退款 88 元"
+    refunds = ToolCatalog.from_openai(
+        [
+            fn("createRefund", "Refund.", {"amount": {"type": "number"}}),
+            fn("createCapture", "Capture.", {"amount": {"type": "number"}}),
+        ]
+    )
+    fit = name_fit(request, whole(request), refunds)
+    assert fit[0, 0] > fit[0, 1]
+
+
+EVENTS = fn(
+    "calendar_events_insert",
+    "Creates an event.",
+    {
+        "calendarId": {"type": "string"},
+        "body": {
+            "type": "object",
+            "properties": {
+                "summary": {"type": "string"},
+                "start": {"type": "object", "properties": {"dateTime": {"type": "string", "format": "date-time"}}},
+                "attendees": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"email": {"type": "string"}}},
+                },
+            },
+        },
+    },
+    ["calendarId"],
+)
+CALENDARS = fn(
+    "calendar_calendars_insert",
+    "Creates a secondary calendar.",
+    {"body": {"type": "object", "properties": {"summary": {"type": "string"}, "timeZone": {"type": "string"}}}},
+)
+
+
+def test_a_tool_whose_nested_parameters_take_the_steps_dates_fits_it_better() -> None:
+    catalog = ToolCatalog.from_openai([CALENDARS, EVENTS])
+    assert taken_kinds(catalog.get("calendar_events_insert")) >= {"date", "datetime", "time", "email"}
+    assert not taken_kinds(catalog.get("calendar_calendars_insert")) & {"date", "email"}
+    request = "Add 'Quarterly review' to my calendar on March 3, 2027 from 10:00 to 11:00 UTC."
+    fit = value_fit(extract(request, TODAY), whole(request), catalog)
+    assert fit[0, 1] > fit[0, 0] == 0.0
+    plain = "Add a calendar called 'Team'"
+    assert not np.any(value_fit(extract(plain, TODAY), whole(plain), catalog))
+
+
+def test_a_step_naming_a_parameter_of_the_tool_before_it_joins_that_call() -> None:
+    catalog = ToolCatalog.from_openai([CALENDARS, EVENTS])
+    request = "Block 16:00 to 16:30 on 2027-01-19 for 'Call' and add priya@example.com as an attendee"
+    step = Step("add priya@example.com as an attendee", request.index("add"), len(request), False)
+    assert names_a_parameter(request, step, catalog.get("calendar_events_insert"))
+    again = Step("add an event 'Lunch'", 0, 20, False)
+    assert not names_a_parameter("add an event 'Lunch'", again, catalog.get("calendar_events_insert"))
+
+    async def select() -> list[str]:
+        selector = ToolSelector(CachedEmbedder(HashingEmbedder()), SelectionConfig(step_min=0.0))
+        selection = await selector.select(request, catalog, limit=6, values=extract(request, TODAY))
+        return selection.sequence
+
+    assert asyncio.run(select()).count("calendar_events_insert") == 1
+
+
+def test_an_identifier_named_only_by_its_description_gets_the_lookup_of_that_thing() -> None:
+    lex = lexicon("en")
+
+    def entity(text: str) -> list[str]:
+        return described_entity(re.findall(r"\w+", text), lex)
+
+    assert entity("The unique identifier for the company which is given by Intercom") == ["company"]
+    assert entity("The id of a contact") == ["contact"]
+    assert entity("Free text") == []
+    catalog = ToolCatalog.from_openai(
+        [
+            fn(
+                "attachContactToACompany",
+                "Attach a contact to a company.",
+                {"body_id": {"type": "string", "description": "The unique identifier for the company."}},
+                ["body_id"],
+            ),
+            fn("retrieveCompany", "Retrieve companies by name.", {"name": {"type": "string"}}),
+            fn("listTags", "List all tags.", {}),
+        ]
+    )
+    found = producers(catalog.get("attachContactToACompany"), "body_id", catalog)
+    assert [p.tool for p in found][:1] == ["retrieveCompany"]
