@@ -17,7 +17,9 @@ from typing import Any
 from benchmarks import nestful
 from planner.catalog import ToolCatalog
 from planner.config import GrammarConfig
-from planner.grammar import SchemaBuilder, Upstream, ValueContext
+from planner.grammar import SchemaBuilder
+from planner.upstream import Upstream
+from planner.value_grammar import ValueContext
 from planner.values import extract
 from serving.stack import demo_catalog
 

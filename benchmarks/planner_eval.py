@@ -43,11 +43,13 @@ from planner.catalog import ToolCatalog
 from planner.config import Grounding, PlannerConfig
 from planner.demos import EmbeddingDemonstrations
 from planner.fallback import FallbackError, proposal_plan
-from planner.grammar import SchemaBuilder, Upstream, ValueContext
+from planner.grammar import SchemaBuilder
 from planner.llm import PlannerLLM
 from planner.selection import ToolSelector
 from planner.service import PlanningFailed
 from planner.similarity import CachedEmbedder
+from planner.upstream import Upstream
+from planner.value_grammar import ValueContext
 from planner.values import extract
 from serving.stack import build_planner
 

@@ -176,7 +176,7 @@ class PlannerConfig(BaseModel):
     )
     grounding: Grounding = Field(
         default="grounded",
-        description="How strongly values found in the request are preferred (planner/grammar.py): 'grounded' "
+        description="How strongly values found in the request are preferred (planner/value_grammar.py): 'grounded' "
         "(an enum; other values only through an explicit {\"other\": ...}), 'hybrid' (the enum next to free "
         "values), 'free' (the schema's values only; candidates are shown in the prompt). 'strict' (request values "
         "only where the request has any) is what a repair uses after a cut-off answer; not a mode to configure.",

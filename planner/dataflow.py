@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from contract.demonstrations import Demonstration
 from contract.plan import iter_references
 from planner.catalog import ToolCatalog, ToolDef
-from planner.grammar import Upstream
 from planner.lexicon import lexicon_for, weights
+from planner.upstream import Upstream
 from planner.values import name_tokens
 
 _WORD = re.compile(r"[a-z]+")

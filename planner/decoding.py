@@ -23,9 +23,12 @@ from typing import Any
 from contract.errors import PlanstackBaseError
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
-from planner.grammar import JsonSchema, SchemaBuilder, ValueContext, max_tokens_for, unwrap_other
+from planner.grammar import SchemaBuilder
+from planner.grammar_budget import max_tokens_for
 from planner.llm import Completion, Message, PlannerLLM
 from planner.prompts import PromptBook, compact
+from planner.value_grammar import JsonSchema, ValueContext
+from planner.wrappers import unwrap_other
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 

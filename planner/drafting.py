@@ -22,8 +22,8 @@ from typing import Any
 
 from planner.argkinds import dateish, ordered_tokens, timeish
 from planner.catalog import ToolDef
-from planner.grammar import Upstream
 from planner.lexicon import lexicon, lexicon_for, weights
+from planner.upstream import Upstream
 from planner.values import Candidate, RequestValues, name_tokens
 
 

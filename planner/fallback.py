@@ -15,8 +15,8 @@ from contract.errors import PlanstackBaseError
 from contract.plan import Plan
 from planner.catalog import ToolCatalog
 from planner.drafting import draft_args
-from planner.grammar import Upstream
 from planner.selection import Selection
+from planner.upstream import Upstream
 from planner.values import RequestValues
 
 

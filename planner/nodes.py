@@ -23,12 +23,14 @@ from planner.decoding import NodeTurn
 from planner.demos import skeleton_refs
 from planner.drafting import cued, draft_args
 from planner.evidence import ArgOptions, NodeEvidence, missing_inputs
-from planner.grammar import Upstream, ValueContext, wrap_reference
 from planner.lexicon import lexicon
 from planner.packs import DomainPack
 from planner.retries import RetryPlan
 from planner.selection import Selection
+from planner.upstream import Upstream
+from planner.value_grammar import ValueContext
 from planner.values import RequestValues, rank
+from planner.wrappers import wrap_reference
 
 _SHAPES = {
     "email": re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),

@@ -98,7 +98,7 @@ class PromptBook:
 
     def system(self, catalog: ToolCatalog, *, grounding: str = "free", level: int = 0) -> str:
         """The system prompt; how values and references are written depends on the grounding mode
-        (planner/grammar.py: grounded references are strings, free/hybrid ones `{"ref": ...}`)."""
+        (planner/value_grammar.py: grounded references are strings, free/hybrid ones `{"ref": ...}`)."""
         grounded = grounding in ("grounded", "strict")
         return self.render(
             "planner_system",

@@ -1,7 +1,7 @@
 """How long a grammar-constrained answer can get, read from the JSON schema's structure, and the
 `max_tokens` that never cuts it off.
 
-The planner (planner/grammar.py) and the gateway's tool-call decoder (serving/toolcalls/schemas.py)
+The planner (planner/grammar_budget.py) and the gateway's tool-call decoder (serving/toolcalls/schemas.py)
 both size their engine calls here. The widths are those of the regex outlines_core builds from a
 schema (vLLM's outlines backend), where every separator may carry one optional space (`[ ]?`):
 

@@ -10,7 +10,7 @@ first) and the word right after it (`tail`: "30 days" offers 30 to `dueDays`). T
 lexicon of the request's language (planner/lexicon.py).
 
 The grammar uses these as *preferred* values; how hard they constrain is the grounding mode
-(planner/grammar.py). They are also what the generic fallback planner fills arguments with.
+(planner/value_grammar.py). They are also what the generic fallback planner fills arguments with.
 """
 
 from __future__ import annotations

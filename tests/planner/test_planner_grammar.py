@@ -10,8 +10,12 @@ from jsonschema import Draft202012Validator
 
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import GrammarConfig
-from planner.grammar import SchemaBuilder, Upstream, ValueContext, max_tokens_for, unwrap_other, worst_case_chars
+from planner.grammar import SchemaBuilder
+from planner.grammar_budget import max_tokens_for, worst_case_chars
+from planner.upstream import Upstream
+from planner.value_grammar import ValueContext
 from planner.values import extract
+from planner.wrappers import unwrap_other
 from tests.planner.helpers import demo_catalog
 
 TODAY = date(2026, 12, 1)

@@ -15,8 +15,10 @@ from planner.config import PlannerConfig
 from planner.dataflow import ArgHistory, LearnedRule, learn_references, learned_references
 from planner.demos import WordOverlapDemonstrations
 from planner.drafting import cued
-from planner.grammar import SchemaBuilder, Upstream, ValueContext
+from planner.grammar import SchemaBuilder
 from planner.service import PlannerService
+from planner.upstream import Upstream
+from planner.value_grammar import ValueContext
 from planner.values import extract
 from tests.fakes.llm import FakePlannerLLM
 

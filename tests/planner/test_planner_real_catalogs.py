@@ -16,11 +16,11 @@ from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.dates import DateFormat, declared_format
 from planner.evidence import NodeEvidence
-from planner.grammar import Upstream
 from planner.lexicon import lexicon
 from planner.lookups import producers
 from planner.service import PlannerService
 from planner.similarity import CachedEmbedder
+from planner.upstream import Upstream
 from planner.values import extract
 from tests.fakes.llm import FakePlannerLLM
 from tests.planner import real_catalogs as rc

@@ -9,9 +9,9 @@ from typing import Any
 from planner.catalog import ToolCatalog
 from planner.config import SelectionConfig
 from planner.drafting import draft_args
-from planner.grammar import Upstream
 from planner.selection import ToolSelector
 from planner.similarity import CachedEmbedder, HashingEmbedder
+from planner.upstream import Upstream
 from planner.values import extract
 
 TODAY = date(2026, 12, 1)

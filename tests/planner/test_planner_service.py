@@ -11,7 +11,7 @@ import pytest
 
 from planner.catalog import CatalogError
 from planner.config import PlannerConfig
-from planner.grammar import worst_case_chars
+from planner.grammar_budget import worst_case_chars
 from planner.llm import LLMRejected, LLMTimeout, LLMUnavailable
 from planner.service import PlannerService, PlanningFailed
 from planner.similarity import CachedEmbedder

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from planner.config import GrammarConfig
-from planner.grammar import SchemaBuilder, ValueContext, grammar_budget, max_tokens_for, worst_case_chars
+from planner.grammar import SchemaBuilder
+from planner.grammar_budget import grammar_budget, max_tokens_for, worst_case_chars
 from planner.sizing import FORMAT_CHARS, MIN_TOKENS, OTHER_FORMAT_CHARS, Budget, literal_chars
 from planner.sizing import max_tokens_for as sized_max_tokens
 from planner.sizing import worst_case_chars as sized_worst
+from planner.value_grammar import ValueContext
 from serving.settings import ToolCallSettings
 from serving.stack import demo_catalog
 from serving.toolcalls.schemas import ArgumentGrammar

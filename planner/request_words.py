@@ -1,0 +1,65 @@
+"""What the request's words name: an enum option ("in euros" → `EUR`) or a boolean flag ("non-stop" → `nonStop`).
+
+Matched closely, by the words themselves (English endings for plurals, the lexicon's stems for flags):
+the evidence rules (planner/evidence.py) write such an argument only when the naming is clear.
+"""
+
+from __future__ import annotations
+
+import re
+
+from planner.argkinds import ordered_tokens
+from planner.lexicon import Lexicon
+
+
+class RequestWords:
+    """The request's words, lower case, in order."""
+
+    def __init__(self, text: str, lex: Lexicon) -> None:
+        self.lex = lex
+        self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
+
+    def names_option(self, option: str) -> bool:
+        """The request's words name an enum option: its words in a row (plurals allowed), or an upper-case
+        code of up to four letters that starts a word ("EUR" ← "euros")."""
+        words = ordered_tokens(option)
+        if not words or all(w in self.lex.stopwords for w in words):  # "all" in "an all-day event" names nothing
+            return False
+        said = [_singular(w) for w in self.words]
+        wanted = [_singular(w) for w in words]
+        if any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
+            return True
+        code = option.lower()
+        return (
+            option.isupper()
+            and option.isalpha()
+            and 2 < len(option) <= 4
+            and any(w.startswith(code) and len(w) <= len(code) + 3 for w in self.words)
+        )
+
+    def flag_value(self, arg: str) -> bool | None:
+        """True when the request uses every distinctive word of a boolean's name ("non-stop" →
+        `nonStop`), False when a negation comes right before them; None when it does not use them."""
+        lex = self.lex
+        words = [w for w in ordered_tokens(arg) if w not in lex.flag_words and w not in lex.stopwords]
+        words = [w for w in words if w not in lex.action_verbs] or words
+        if not words:
+            return None
+        stems = [lex.stem(w) for w in self.words]
+        positions = []
+        for word in words:
+            stem = lex.stem(word)
+            if stem not in stems:
+                return None
+            positions.append(stems.index(stem))
+        first = min(positions)
+        before = set(self.words[max(0, first - 2) : first]) - set(words)
+        return not bool(before & lex.negations)
+
+
+def _singular(word: str) -> str:
+    """A plural's singular by its English ending only ("euros" → "euro", "classes" → "class"): enum options
+    are matched closely, "named" never names the option "name"."""
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "ch", "sh")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word

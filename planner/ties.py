@@ -1,0 +1,86 @@
+"""How strongly the request ties each of its values to an argument of one tool.
+
+A value is tied to an argument by the words written right before it (a word of the argument's name,
+nearer counting more; a role word that fits it: "from" → origin), or a word of its name right after it
+("30 days" → `dueDays`). The weights are the lexicon's `evidence` weights (configs/lexicon/weights.yaml).
+A value belongs to the argument it is tied to most strongly; the evidence rules (planner/evidence.py)
+write an optional argument only with a value cued for it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from planner.argkinds import ordered_tokens
+from planner.lexicon import Lexicon, lexicon_for, weights
+from planner.values import Candidate, RequestValues, name_tokens, role_match
+
+
+class Ties:
+    """Ties of the request's values to the arguments of one tool at a time (`for_args` switches tools)."""
+
+    def __init__(self, values: RequestValues, lex: Lexicon) -> None:
+        self.values = values
+        self.lex = lex
+        self.args: tuple[str, ...] = ()
+        self._best: dict[int, float] = {}
+
+    def for_args(self, args: tuple[str, ...]) -> None:
+        """Score against the arguments `args` of another tool (forgetting the strongest ties found so far)."""
+        self.args, self._best = args, {}
+
+    def tie(self, c: Candidate, arg: str, *, roles: bool = True) -> float:
+        """How strongly the request ties a value to an argument: words of its name right before the value
+        (nearer counts more; only words after the value before it: "'Budget sync' meeting to Room 4B" does
+        not tie "Room" to `syncToken`), a role word that fits it, a word of its name right after it. Words
+        like "to" count only for an argument named by them alone."""
+        w = weights().evidence
+        named = {t for t in name_tokens(arg) if len(t) > 1}
+        tokens = {t for t in named if t not in self.lex.stopwords} or named
+        stems = {self.lex.stem(t) for t in tokens if len(t) > 2}
+        cue = self._near_cue(c)
+        score = 0.0
+        for back, word in enumerate(reversed(cue[-3:])):
+            if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
+                score += max(w["cue_near"] - back, 1.0)
+                if back == 0 and len(tokens) == 1:
+                    score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
+        if roles and cue and role_match(cue[-1], tokens, self.lex):
+            score += w["role"]
+        if cue and cue[-1] in self.lex.naming_words and tokens & self.lex.name_args:
+            score += w["role"]  # "called 'Digest'" → name
+        words = ordered_tokens(arg)
+        cut = next((i for i, word in enumerate(words) if word in self.lex.denominators), len(words))
+        heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
+        if c.tail and c.tail not in self.lex.stopwords and self.lex.stem(c.tail) in heads & (stems | {c.tail}):
+            score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
+        return score
+
+    def _near_cue(self, c: Candidate) -> list[str]:
+        """The words right before a value, back to the value written before it (at most 3)."""
+        if c.start < 0:
+            return c.cue.split()[-3:]
+        before = [  # (a capitalised word may be the cue itself: "the HTML '<h1>Hi</h1>'")
+            v.end
+            for v in self.values.candidates
+            if v.written and v.kind not in ("ngram", "phrase") and 0 <= v.end <= c.start
+        ]
+        since = max(before, default=0)
+        segment = self.values.text[max(since, c.start - 48) : c.start]
+        words = re.findall(r"[A-Za-z]+", lexicon_for(segment).glossed(segment))  # "主题“…”" → subject
+        return [word.lower() for word in words[-3:]]
+
+    def cued(self, c: Candidate, arg: str, *, optional: bool = False, roles: bool = True) -> bool:
+        """The value is tied to this argument at least as strongly as to any other of the tool's arguments
+        (and, for an optional argument, at least `evidence.optional_min`). Without `roles`, by its own name
+        only (free text: "to Room 4B" says nothing about `timeMax`)."""
+        score = self.tie(c, arg, roles=roles)
+        floor = weights().evidence["optional_min"] if optional else 0.0
+        return score > 0 and score >= floor and score >= self.strongest(c)
+
+    def strongest(self, c: Candidate) -> float:
+        """The strongest tie of a value to any argument of the tool (0: tied to none)."""
+        key = id(c)
+        if key not in self._best:
+            self._best[key] = max((self.tie(c, other) for other in self.args), default=0.0)
+        return self._best[key]

@@ -1,0 +1,76 @@
+"""What a request value looks like, whatever found it, and which argument kinds it may fill.
+
+A quoted '123-456-7890' is a phone number, a quoted 'A-42' a code; an identifier takes id-shaped values
+(never quoted words: a name), an e-mail, URL or phone argument only values of its shape, and free text
+the textual kinds (planner/evidence.py decides which of them an argument is offered).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from planner.argkinds import ArgKind
+from planner.values import Candidate
+
+ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
+TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression")
+
+_SHAPES = (
+    ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    ("url", re.compile(r"(?:https?://|www\.)\S+|[\w-]+(?:\.[\w-]+)+/\S*")),
+    ("phone", re.compile(r"\+?[\d\s().-]{7,20}")),
+)
+
+
+def shape(c: Candidate) -> str:
+    """What a value looks like whatever found it: a quoted '123-456-7890' is a phone number."""
+    if c.kind in ("email", "url", "phone", "code"):
+        return c.kind
+    if c.is_number:
+        return "number"
+    text = str(c.value).strip() if c.is_string else ""
+    for kind, pattern in _SHAPES:
+        if pattern.fullmatch(text) and (kind != "phone" or sum(ch.isdigit() for ch in text) >= 7):
+            return kind
+    if c.kind == "quoted" and " " not in text and any(ch.isdigit() for ch in text):
+        return "code"
+    return c.kind
+
+
+def shaped_as(c: Candidate, kind: ArgKind) -> bool:
+    """The value has the shape an identifier, e-mail, URL or phone argument takes."""
+    found = shape(c)
+    if kind.is_identifier:  # quoted words ("'Design review'") are a name, never an id
+        return (found in ID_SHAPES and found != "quoted") or (c.is_number and float(c.value).is_integer())
+    return found == kind.kind
+
+
+def named_only(c: Candidate) -> bool:
+    """A value that is an identifier only when the request names it one: a bare number, quoted words."""
+    return c.is_number or (c.kind == "quoted" and shape(c) == "quoted")
+
+
+def fits_type(c: Candidate, kind: ArgKind) -> bool:
+    """The value can fill an argument of this kind as free text, a number, a list or an object."""
+    if kind.kind == "array":
+        return isinstance(c.value, list)
+    if kind.kind == "object":
+        return isinstance(c.value, dict)
+    return (c.is_string and c.kind in TEXT_KINDS) or (c.is_number and c.written)  # "3-day" → "3"
+
+
+def numeric(value: Any) -> bool:
+    """Written in digits and date or clock separators only ("10/05/2023", "2022-12-01 10:00")."""
+    return isinstance(value, str) and bool(re.fullmatch(r"[\d/.\-: T]+", value))
+
+
+def number_of(option: Any) -> float | None:
+    """An enum option's number, whether the schema lists it as a number or as digits (never a boolean)."""
+    if isinstance(option, bool):
+        return None
+    if isinstance(option, (int, float)):
+        return float(option)
+    if isinstance(option, str) and re.fullmatch(r"-?\d+(?:\.\d+)?", option):
+        return float(option)
+    return None
