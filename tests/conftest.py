@@ -159,18 +159,17 @@ def spare_engine(prepared_model_dir: Path, engine_key: str | None) -> Iterator[S
 
 
 def extra_engine_profile(name: str) -> EngineProfile:
-    """The profile of an engine a test starts beside the session's (kills, restarts, routing, keys).
+    """The profile of an engine a test starts beside the session's (the spare: kills, restarts, routing).
 
-    On CPU, vLLM 0.32 saves an ahead-of-time compiled model but cannot load it back ("'function' object
-    has no attribute 'finalize_loading'"), so each start compiles again (80-130 s here). These engines use
-    the regular torch.compile cache instead, shared through the default home, so every start after the
-    first loads the compiled graph (about 20 s). They check processes and routing, not decoding speed;
-    the session's engine keeps the product's settings."""
+    On CPU it runs eagerly (`--enforce-eager`, no torch.compile): vLLM 0.32 on CPU saves an ahead-of-time
+    compiled model but cannot load it back ("'function' object has no attribute 'finalize_loading'"), so a
+    compiled start takes 80-130 s here and an eager one about 40 s, at about two thirds of the decoding
+    speed. These engines check processes and routing, not decoding speed; the session's engine keeps the
+    product's settings."""
     profile = load_profile(name)
     if profile.device != "cpu":
         return profile
-    env = {**profile.env, "VLLM_USE_AOT_COMPILE": "0", "VLLM_CACHE_ROOT": str(load_settings().home / "vllm-cache")}
-    return profile.model_copy(update={"env": env})
+    return profile.model_copy(update={"args": [*profile.args, "--enforce-eager"]})
 
 
 def gateway_settings(home: Path, engine_base_url: str, engine_key: str | None = None, **overrides: Any) -> Settings:
