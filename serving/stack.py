@@ -37,6 +37,7 @@ from planner.config import PlannerConfig
 from planner.llm import PlannerLLM
 from planner.service import PlannerService
 from planner.similarity import CachedEmbedder, TextEmbedder
+from retrieval.embedder import SentenceTransformerEmbedder
 from retrieval.knowledge import KnowledgeBase
 from retrieval.memory import TenantMemory
 from serving.backpressure import UpstreamSlots
@@ -104,9 +105,7 @@ class Stack:
         connections = ToolsetConnections(tools, sealer, tool_schema_check, resolver=self.resolver)
         self._resources.push_async_callback(connections.aclose)  # after the runs have stopped
         self.toolsets = ToolsetService(self.store, connections, tools, sealer, tool_schema_check, self.door)
-        self.run_tools = RunToolsService(
-            self.toolsets, self.registry, self.steps, tools, tool_schema_check, self.door
-        )
+        self.run_tools = RunToolsService(self.toolsets, self.registry, self.steps, tools, tool_schema_check, self.door)
         self.runs = RunService(
             self.store,
             DagScheduler(self.registry, self.settings.executors, tool_calls=self.metrics),
@@ -172,7 +171,7 @@ def build_stack(
     vectors = CachedEmbedder(knowledge.embedder)  # one MiniLM: tools, steps, demonstrations
     memory = open_memory(settings, knowledge, vectors)
     planner = build_planner(
-        profile.planner_config(settings.planner), llm=llm, catalog=catalog_of(tools), demos=memory, embedder=vectors
+        planner_config_of(settings), llm=llm, catalog=catalog_of(tools), demos=memory, embedder=vectors
     )
     salter = CacheSalter(settings.isolation.scope, server_secret(settings))
     guard = SchemaGuard(settings.schema_guard, backend, metrics, worker)
@@ -306,6 +305,18 @@ class StandaloneRuns:
 
     async def aclose(self) -> None:
         await self.store.aclose()
+
+
+def planner_config_of(settings: Settings) -> PlannerConfig:
+    """The planner configuration the gateway plans with: the settings over the engine profile's defaults."""
+    return load_profile(settings.engine.profile).planner_config(settings.planner)
+
+
+def planner_embedder(settings: Settings) -> CachedEmbedder:
+    """The packaged MiniLM the gateway's planner selects tools and demonstrations with, configured as the
+    knowledge base's (planners built outside a stack, e.g. by the benchmarks, use it too: without it a
+    planner falls back to the model-free hashing embedder)."""
+    return CachedEmbedder(SentenceTransformerEmbedder.from_config(settings.retrieval))
 
 
 def open_knowledge_base(settings: Settings) -> KnowledgeBase:

@@ -230,11 +230,13 @@ async def run_accuracy(
     from benchmarks.harness.stats import across_repeats
     from serving.engine.process import existing_engine_key
     from serving.settings import load_settings
-    from serving.stack import standalone_planner_llm
+    from serving.stack import planner_config_of, planner_embedder, standalone_planner_llm
 
     if config.online:
         raise ValueError("online mode runs through benchmarks.harness.online.online_report")
-    base = load_settings().planner
+    settings = load_settings()
+    base = planner_config_of(settings)  # as the gateway plans: the profile's defaults under the settings
+    vectors = planner_embedder(settings) if config.engine_url else None  # and with its MiniLM
     skipped: dict[str, str] = {}
     runs: list[dict[str, Any]] = []
     async with contextlib.AsyncExitStack() as clients:
@@ -267,7 +269,7 @@ async def run_accuracy(
                     if variant == "nn_copy":
                         sources[variant] = NearestCopy(index)
                     elif llm is not None:
-                        service = build_service(base, dataset, variant, llm, index)
+                        service = build_service(base, dataset, variant, llm, index, vectors)
                         sources[variant] = ServicePlanner(service, tools=own_tools if dataset.per_case_tools else None)
                     elif variant == "planner" and config.gateway_url:
                         catalog = own_tools if dataset.per_case_tools else dataset.tools

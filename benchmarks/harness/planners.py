@@ -25,6 +25,7 @@ from planner.config import PlannerConfig
 from planner.llm import LLMTimeout, LLMUnavailable, PlannerLLM
 from planner.results import PlanResult
 from planner.service import PlannerService, PlanningFailed
+from planner.similarity import CachedEmbedder
 
 T = TypeVar("T")
 MODEL_PATHS = frozenset({"model", "model_retry", "cache"})  # the cache only ever stores model-path plans
@@ -80,8 +81,15 @@ def planner_config(base: PlannerConfig, dataset: Dataset, variant: str) -> Plann
 
 
 def build_service(
-    base: PlannerConfig, dataset: Dataset, variant: str, llm: PlannerLLM, demos: ExampleIndex
+    base: PlannerConfig,
+    dataset: Dataset,
+    variant: str,
+    llm: PlannerLLM,
+    demos: ExampleIndex,
+    embedder: CachedEmbedder | None = None,
 ) -> PlannerService:
+    """The planner of one variant; `embedder`: the gateway's MiniLM (serving.stack.planner_embedder), so the
+    tool shortlist and proposal are the product's."""
     from serving.stack import build_planner
 
     if dataset.per_case_tools and dataset.cases and dataset.cases[0].tools:  # each request sends its own
@@ -90,7 +98,9 @@ def build_service(
         catalog = ToolCatalog.from_openai(dataset.tools)
     else:
         catalog = demo_domain_catalog()
-    return build_planner(planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos)
+    return build_planner(
+        planner_config(base, dataset, variant), llm=llm, catalog=catalog, demos=demos, embedder=embedder
+    )
 
 
 class ServicePlanner:
