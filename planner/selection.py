@@ -22,6 +22,7 @@ tool and any plan length) and is what the generic fallback planner plans with.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -104,6 +105,12 @@ def _with_toolless_tails(request: str, hints: list[StepHint]) -> list[StepHint]:
     return out
 
 
+def _fit(request: str, values: RequestValues, steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Name and value fit of every (step, tool) pair (planner/fit.py): tens of milliseconds for a catalog
+    of a hundred real tools, so it runs in a worker thread."""
+    return name_fit(request, steps, catalog) + value_fit(values, steps, catalog)
+
+
 def _join_argument_steps(request: str, hints: list[StepHint], catalog: ToolCatalog) -> list[StepHint]:
     """A step given the same tool as the step before it (tool-less steps between), that writes one of that
     tool's parameter names, gives that call another argument ("…, and add priya@example.com as an
@@ -150,7 +157,7 @@ class ToolSelector:
         vectors = await self.embedder.aembed([lex.glossed(request), *[lex.glossed(s.text) for s in steps], *texts])
         query, step_vectors, tool_vectors = vectors[0], vectors[1 : 1 + len(steps)], vectors[1 + len(steps) :]
         per_step = step_vectors @ tool_vectors.T  # (steps, tools)
-        per_step += name_fit(request, steps, catalog) + value_fit(values, steps, catalog)
+        per_step += await asyncio.to_thread(_fit, request, values, steps, catalog)  # CPU off the event loop
         whole = tool_vectors @ query
         best = np.maximum(whole, per_step.max(axis=0))
         names = catalog.names()
