@@ -31,7 +31,7 @@ from planner.argkinds import ArgKind, classify, ordered_tokens
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
 from planner.lexicon import lexicon
-from planner.lookups import description_keywords
+from planner.lookups import description_keywords, nouns
 from planner.request_words import RequestWords
 from planner.ties import Ties
 from planner.upstream import Upstream, could_supply, same_named_refs
@@ -105,8 +105,9 @@ class NodeEvidence:
 
     # one argument -------------------------------------------------------------------------------------
     def argument(self, tool: ToolDef, arg: str) -> ArgOptions:
-        if self.ties.args != tool.arg_names():
-            self.ties.for_args(tool.arg_names())
+        entity = frozenset(self.lex.stem(w) for w in nouns(tool.name, self.lex))
+        if self.ties.args != tool.arg_names() or self.ties.entity != entity:
+            self.ties.for_args(tool.arg_names(), entity)
             self._kinds = {a: classify(a, tool.properties.get(a)) for a in self.ties.args}
         schema = tool.properties.get(arg)
         schema = schema if isinstance(schema, dict) else {}

@@ -80,6 +80,7 @@ class Lexicon:
     verb_synonyms: Mapping[str, frozenset[str]] = field(default_factory=dict)
     keyword_cues: frozenset[str] = frozenset()
     query_words: tuple[str, ...] = ()
+    filter_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     count_words: frozenset[str] = frozenset()
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
@@ -162,6 +163,7 @@ def _load(path: Path, language: str) -> Lexicon:
         verb_synonyms=MappingProxyType({k: _words(v) for k, v in (data.get("verb_synonyms") or {}).items()}),
         keyword_cues=_words(data.get("keyword_cues")),
         query_words=tuple(str(data.get("query_words") or "").split()),
+        filter_words=MappingProxyType({k: _words(v) for k, v in (data.get("filter_words") or {}).items()}),
         count_words=_words(data.get("count_words")),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),

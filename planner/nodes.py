@@ -25,6 +25,7 @@ from planner.drafting import cued, draft_args
 from planner.evidence import ArgOptions, NodeEvidence, missing_inputs
 from planner.lexicon import lexicon
 from planner.packs import DomainPack
+from planner.query_filters import filter_object, filter_value
 from planner.retries import RetryPlan
 from planner.selection import Selection
 from planner.upstream import Upstream
@@ -143,7 +144,8 @@ class NodeTurns:
         looked_up = {lk.seed for lk in self.req.selection.lookups if lk.consumer == index and lk.seed}
         if looked_up and list(tools) == self.req.selection.sequence:  # what found the thing is not a new value
             for arg, current in options.items():
-                if not current.required and current.values and set(current.values) <= looked_up:
+                found = current.values and all(isinstance(v, str) and v in looked_up for v in current.values)
+                if not current.required and found:
                     options[arg] = replace(current, values=(), supported=False)
         for arg, seeds in self._seeds(index, tool, tools).items():  # a lookup is queried by the request's name
             current = options[arg]
@@ -175,14 +177,20 @@ class NodeTurns:
             for c in self.req.values.candidates
         )
 
-    def _seeds(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """For a lookup node of the proposal: its query argument → the names the request gives."""
+    def _seeds(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+        """For a lookup node of the proposal: its query argument → the names the request gives (as the
+        filter object that finds each, where the tool is queried by one: planner/query_filters.py)."""
         selection = self.req.selection
         if not self.config.stages.lookups or list(tools) != selection.sequence:
             return {}
         seeds = tuple(dict.fromkeys(lk.seed for lk in selection.lookups if lk.producer == index and lk.seed))
         query = query_argument(tool, seeds[0]) if seeds else None
-        return {query: seeds} if query is not None else {}
+        if query is None:
+            return {}
+        schema = tool.properties.get(query)
+        if filter_object(schema) is not None:
+            return {query: tuple(filter_value(schema, seed, _shape(seed)) for seed in seeds)}
+        return {query: seeds}
 
     def missing(self, tools: Sequence[str]) -> list[MissingInput]:
         """The required values no node of `tools` (the given sequence) can be filled with."""
@@ -249,18 +257,23 @@ def query_argument(tool: ToolDef, seed: str) -> str | None:
     required = [a for a in strings if a in tool.required and classify(a, tool.properties.get(a)).kind == "text"]
     if required:
         return required[0]
-    shape = next((k for k in ("email", "url", "phone") if _SHAPES[k].fullmatch(seed)), None)
+    shape = _shape(seed)
     for arg in strings:
         if shape is not None and classify(arg, tool.properties.get(arg)).kind == shape:
             return arg
     for word in lex.query_words:
         for arg in strings:
-            if word in ordered_tokens(arg) and classify(arg, tool.properties.get(arg)).kind in (
-                "text",
-                shape or "text",
+            schema = tool.properties.get(arg)
+            if word in ordered_tokens(arg) and (
+                classify(arg, schema).kind in ("text", shape or "text") or filter_object(schema) is not None
             ):
                 return arg
     return None  # nothing to query by: the lookup lists, and its first result is taken
+
+
+def _shape(seed: str) -> str | None:
+    """ "email", "url" or "phone" when the seed is written as one."""
+    return next((k for k in ("email", "url", "phone") if _SHAPES[k].fullmatch(seed)), None)
 
 
 def _same_type(value: Any, values: Sequence[Any]) -> bool:

@@ -25,7 +25,7 @@ from planner.argkinds import classify, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
-from planner.lookups import Producer, description_keywords, entity_words, producers
+from planner.lookups import Producer, described_entity, description_keywords, entity_words, producers
 from planner.steps import Step, tool_verb
 from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
 
@@ -168,7 +168,10 @@ def _seed(
         tokens = name_tokens(arg) | set(entity_words(arg, lex))
         inside = [c for c in inside if tokens & ({c.tail} | set(c.cue.split()[-2:]))]
         names = []
-    shaped = [c for c in inside if c.kind in ("email", "phone", "url", "code", "quoted")]
+    # an address or a code identifies the thing better than quoted text, which is more often the new value
+    # ("the contact with e-mail x@y.cn: rename it to '王丽'")
+    shaped = [c for c in inside if c.kind in ("email", "phone", "url", "code")]
+    shaped = shaped or [c for c in inside if c.kind == "quoted"]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
     return str(ranked[0].value) if ranked else None
@@ -203,7 +206,8 @@ def with_prerequisites(
         needs: list[_Need] = []
         used: dict[tuple[str, str | None], set[str]] = {}  # one field of one tool asked twice: two names
         earlier = catalog.subset([t for t in dict.fromkeys(out) if t in catalog]) if out else None
-        for arg in tool.required:
+        named_ids = _named_identifiers(tool, values, span) if lookups else {}
+        for arg in (*tool.required, *named_ids):
             if literal_for(tool, arg, values, span) or _given_earlier(out, arg, catalog):
                 continue
             if (
@@ -219,7 +223,9 @@ def with_prerequisites(
                 continue
             keywords = description_keywords(tool.properties.get(arg))
             taken = used.setdefault((producer.tool, producer.path), set())
-            seed = _seed(tool, arg, values, span, taken, catalog.get(producer.tool), cued_only=bool(keywords))
+            seed = named_ids.get(arg) or _seed(
+                tool, arg, values, span, taken, catalog.get(producer.tool), cued_only=bool(keywords)
+            )
             identifier = classify(arg, tool.properties.get(arg)).is_identifier
             if seed is None and identifier:
                 if not keywords and lookups:  # nothing names the thing: which one is meant is the user's to say
@@ -244,6 +250,34 @@ def with_prerequisites(
         out.append(name)
         serves.append(index)
     return out, made, serves, gaps
+
+
+def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[int, int] | None) -> dict[str, str]:
+    """Optional identifiers the request names the thing of: "to the company Globex Corporation" or "the
+    Initech company" for `body_id` ("The unique identifier for the company") → {"body_id": "Globex
+    Corporation"}. Such an argument is looked up like a required one (an optional identifier the request
+    says nothing about is left out)."""
+    if values is None:
+        return {}
+    lex = lexicon("en")
+    inside = [c for c in values.strings() if span is None or c.start < 0 or span[0] <= c.start < span[1]]
+    names = [c for c in inside if c.kind in ("phrase", "quoted") and c.written]
+    out: dict[str, str] = {}
+    for arg in tool.arg_names():
+        schema = tool.properties.get(arg)
+        if arg in tool.required or not classify(arg, schema).is_identifier:
+            continue
+        described = re.findall(r"[A-Za-z]+", str((schema or {}).get("description", "")))
+        words = entity_words(arg, lex) if len(ordered_tokens(arg)) > 1 else []
+        entity = {lex.stem(w) for w in [*words, *described_entity(described, lex)] if len(w) > 2}
+        for c in names:
+            cue = c.cue.split()
+            if c.value not in out.values() and (
+                (cue and lex.stem(cue[-1]) in entity) or (c.tail and lex.stem(c.tail) in entity)
+            ):
+                out[arg] = str(c.value)
+                break
+    return out
 
 
 def _same_field_twice(need: _Need, needs: list[_Need]) -> bool:

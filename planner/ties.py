@@ -23,11 +23,13 @@ class Ties:
         self.values = values
         self.lex = lex
         self.args: tuple[str, ...] = ()
+        self.entity: frozenset[str] = frozenset()
         self._best: dict[int, float] = {}
 
-    def for_args(self, args: tuple[str, ...]) -> None:
-        """Score against the arguments `args` of another tool (forgetting the strongest ties found so far)."""
-        self.args, self._best = args, {}
+    def for_args(self, args: tuple[str, ...], entity: frozenset[str] = frozenset()) -> None:
+        """Score against the arguments `args` of another tool (forgetting the strongest ties found so far);
+        `entity`: the stems of the thing the tool acts on (the nouns of its name)."""
+        self.args, self.entity, self._best = args, entity, {}
 
     def tie(self, c: Candidate, arg: str, *, roles: bool = True) -> float:
         """How strongly the request ties a value to an argument: words of its name right before the value
@@ -47,14 +49,23 @@ class Ties:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
         if roles and cue and role_match(cue[-1], tokens, self.lex):
             score += w["role"]
-        if cue and cue[-1] in self.lex.naming_words and tokens & self.lex.name_args:
-            score += w["role"]  # "called 'Digest'" → name
+        if cue and tokens & self.lex.name_args and (cue[-1] in self.lex.naming_words or self._names_entity(c, cue)):
+            score += w["role"]  # "called 'Digest'" → name; "the segment 'VIP'" → the segment's name
         words = ordered_tokens(arg)
         cut = next((i for i, word in enumerate(words) if word in self.lex.denominators), len(words))
         heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
         if c.tail and c.tail not in self.lex.stopwords and self.lex.stem(c.tail) in heads & (stems | {c.tail}):
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         return score
+
+    def _names_entity(self, c: Candidate, cue: list[str]) -> bool:
+        """A noun phrase "the <thing> <value>" where the thing is what the tool acts on: the value is that
+        thing's name ("create the domain send.shop.io" → `domains_create(name)`, "a segment 'VIP'"), not
+        a bare word of the request, and not the verb use of the word ("Email ana@x.io")."""
+        word = cue[-1]
+        if c.kind == "ngram" or len(word) < 3 or self.lex.stem(word) not in self.entity:
+            return False
+        return any(w in self.lex.determiners for w in cue[-3:-1])
 
     def _near_cue(self, c: Candidate) -> list[str]:
         """The words right before a value, back to the value written before it (at most 3)."""

@@ -27,6 +27,8 @@ def shape(c: Candidate) -> str:
     """What a value looks like whatever found it: a quoted '123-456-7890' is a phone number."""
     if c.kind in ("email", "url", "phone", "code"):
         return c.kind
+    if c.iso and c.kind in ("date", "datetime", "time"):  # "2027-01-19" is a date, not a phone number or an id
+        return c.kind
     if c.is_number:
         return "number"
     text = str(c.value).strip() if c.is_string else ""

@@ -29,6 +29,7 @@ QUOTED = re.compile(r"(?<![A-Za-z0-9_])(['\"“‘「『])(.{1,120}?)(['\"”’
 BRACKETS = re.compile(r"\[[^\[\]]{1,400}\]|\{[^{}]{1,400}\}")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 URL = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+[^\s'\".,;:!?<>)]")
+HOST = re.compile(r"(?<![\w@.-])(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w@-]|\.\w)")
 PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s().-]{5,}\d(?![\w-])")
 NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
@@ -122,7 +123,7 @@ def extract(request: str, today: date) -> RequestValues:
             claim(m.start(), m.end())
     for start, end, items in _quoted_lists(request):
         found.append(Candidate(items, "list", start, end))
-    for pattern, kind in ((EMAIL, "email"), (URL, "url")):
+    for pattern, kind in ((EMAIL, "email"), (URL, "url"), (HOST, "url")):  # (a bare host name: "send.shop.io")
         for m in pattern.finditer(request):
             if free(m.start(), m.end()):
                 found.append(Candidate(m.group(0), kind, m.start(), m.end()))
@@ -177,11 +178,14 @@ def extract(request: str, today: date) -> RequestValues:
             claim(m.start(), m.end())
     found += _numbers(request, free, lex)
     for m in _capitalised(lex).finditer(request):
-        phrase = _trim_phrase(m.group(0), lex)
-        if phrase and free(m.start(), m.end()):
-            start = request.find(phrase, m.start())
-            found.append(Candidate(phrase, "phrase", start, start + len(phrase)))
-            claim(start, start + len(phrase))
+        for part in _sentence_parts(m):  # "the UK. Block ...": two sentences, no one phrase
+            phrase = _trim_phrase(part.group(0), lex)
+            start = request.find(phrase, part.start())
+            if " " not in phrase and _opens_sentence(request, start, lex):
+                continue  # a capital that starts a sentence says nothing ("Block 16:00 ...", "Look up ...")
+            if phrase and free(part.start(), part.end()):
+                found.append(Candidate(phrase, "phrase", start, start + len(phrase)))
+                claim(start, start + len(phrase))
     for start, end, text in _ngrams(request, lex):
         if free(start, end):
             found.append(Candidate(text, "ngram", start, end))
@@ -276,6 +280,18 @@ def _numbers(request: str, free: Any, lex: Lexicon) -> list[Candidate]:
 
 def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
+
+
+def _sentence_parts(m: re.Match[str]) -> list[re.Match[str]]:
+    """A capitalised run split where a sentence ends inside it ("UK. Block"), as matches of the request."""
+    pattern = re.compile(r"(?:[^.!?;\s]|[.!?;](?!\s))+(?:\s+(?:[^.!?;\s]|[.!?;](?!\s))+)*[.!?;]?")
+    return list(pattern.finditer(m.string, m.start(), m.end()))
+
+
+def _opens_sentence(request: str, start: int, lex: Lexicon) -> bool:
+    """The word at `start` is the first of the request or of one of its sentences."""
+    before = request[:start].rstrip(" \t\"'“‘(")
+    return not before or before[-1] in lex.sentence_end or before[-1] == "\n"
 
 
 def _trim_phrase(phrase: str, lex: Lexicon) -> str:

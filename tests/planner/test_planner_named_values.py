@@ -1,0 +1,183 @@
+"""How a request names things on a real API's catalog: "the segment 'VIP'" names the segment, "to the company
+Globex" asks for the company's identifier (a lookup), a contact found by its e-mail through a filter object.
+Invented catalogs of the shapes real APIs have (no API's text); the scripted fake model stands in for the
+engine — these tests check what the planner offers it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import date
+from typing import Any
+
+import pytest
+
+from planner.catalog import ToolCatalog
+from planner.config import PlannerConfig
+from planner.evidence import NodeEvidence
+from planner.query_filters import filter_object, filter_value
+from planner.service import PlannerService
+from planner.similarity import CachedEmbedder
+from planner.values import extract
+from tests.fakes.llm import FakePlannerLLM
+from tests.planner.real_catalogs import function
+
+TODAY = date(2026, 11, 30)
+
+FILTER = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "field": {"type": "string", "description": "The field to search on."},
+                "operator": {"type": "string", "enum": ["=", "!=", "~", "<", ">"]},
+                "value": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            },
+        },
+        {"type": "object", "properties": {"operator": {"type": "string", "enum": ["AND", "OR"]}, "value": {}}},
+    ]
+}
+LIST_OF_IDS = {
+    "type": "object",
+    "properties": {"data": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}}},
+}
+CRM = [
+    function(
+        "findContacts",
+        "Search contacts with one condition.",
+        {"query": FILTER, "per_page": {"type": "integer"}},
+        [],
+        LIST_OF_IDS,
+    ),  # fmt: skip
+    function(
+        "lookupCompany",
+        "Retrieve companies by name or company_id.",
+        {
+            "name": {"type": "string", "description": "The name of the company."},
+            "company_id": {"type": "string", "description": "The company_id of the company."},
+        },
+        [],
+        LIST_OF_IDS,
+    ),  # fmt: skip
+    function(
+        "linkContactToCompany",
+        "Attach a contact to a company.",
+        {
+            "id": {"type": "string", "description": "The unique identifier for the contact."},
+            "body_id": {"type": "string", "description": "The unique identifier for the company."},
+        },
+        ["id"],
+    ),  # fmt: skip
+    function(
+        "updateContact",
+        "Update a contact.",
+        {
+            "id": {"type": "string", "description": "The unique identifier for the contact."},
+            "phone": {"type": "string", "description": "The contact's phone number."},
+        },
+        ["id"],
+    ),  # fmt: skip
+]
+MAIL = [
+    function(
+        "segments_create",
+        "Create a new segment",
+        {
+            "name": {"type": "string", "description": "The name of the segment."},
+            "filter": {"type": "object", "description": "Filter conditions."},
+        },
+        [],
+    ),  # fmt: skip
+    function(
+        "emails_send",
+        "Send an email",
+        {
+            "from": {"type": "string", "description": "Sender email address."},
+            "to": {"type": "string", "description": "Recipient email address."},
+            "subject": {"type": "string"},
+            "text": {"type": "string"},
+        },
+        [],
+    ),  # fmt: skip
+    function(
+        "domains_create",
+        "Create a new domain",
+        {
+            "name": {"type": "string", "description": "The name of the domain."},
+            "region": {"type": "string", "enum": ["us-east-1", "eu-west-1"]},
+        },
+        [],
+    ),  # fmt: skip
+]
+CALENDAR = [
+    function(
+        "events_insert",
+        "Creates an event.",
+        {
+            "calendarId": {"type": "string", "description": 'Calendar identifier. Use the "primary" keyword.'},
+            "summary": {"type": "string"},
+        },
+        ["calendarId"],
+    ),  # fmt: skip
+]
+EMBEDDER: list[CachedEmbedder] = []
+
+
+@pytest.fixture(autouse=True)
+def _embedder(minilm: CachedEmbedder) -> None:
+    EMBEDDER[:] = [minilm]
+
+
+def options_of(tools: list[dict[str, Any]], tool: str, request: str) -> Any:
+    return NodeEvidence(extract(request, TODAY), None, []).node(ToolCatalog.from_openai(tools).get(tool))
+
+
+def plan(llm: FakePlannerLLM, request: str, tools: list[dict[str, Any]]) -> Any:
+    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None)
+    svc = PlannerService.from_config(config, llm=llm, catalog=ToolCatalog.from_openai(tools), embedder=EMBEDDER[0])
+    return asyncio.run(svc.plan(request, tenant="acme", cache_salt="salt", tools=tools))
+
+
+# names ------------------------------------------------------------------------------------------------
+def test_the_thing_a_tool_acts_on_names_its_name_argument() -> None:
+    segment = options_of(MAIL, "segments_create", "Create a segment 'VIP customers' for our best buyers")
+    assert segment["name"].values == ("VIP customers",)
+    domain = options_of(MAIL, "domains_create", "Register the domain send.shop.io")
+    assert domain["name"].values == ("send.shop.io",)  # a bare host name is a value of the request too
+    # the verb use of the word names no e-mail: the address is the recipient, not the subject
+    mail = options_of(MAIL, "emails_send", "Email ana@example.com from billing@acme.io with the subject 'Hi'")
+    assert mail["to"].values == ("ana@example.com",) and mail["subject"].values == ("Hi",)
+
+
+def test_a_capital_that_only_starts_a_sentence_is_no_name() -> None:
+    phrases = [c.value for c in extract("Look up Brighton in the UK. Block 16:00 for New York.", TODAY).candidates
+               if c.kind == "phrase"]  # fmt: skip
+    assert "Look" not in phrases and "Block" not in phrases
+    assert {"Brighton", "UK", "New York"} <= set(phrases)
+
+
+def test_a_date_is_never_an_identifier() -> None:
+    options = options_of(CALENDAR, "events_insert", "Block 16:00 to 16:30 UTC on 2027-01-19 in my calendar")
+    assert options["calendarId"].values == ("primary",)  # the description's keyword, not "2027-01-19"
+
+
+# lookups ----------------------------------------------------------------------------------------------
+def test_an_optional_identifier_whose_thing_the_request_names_is_looked_up() -> None:
+    llm = FakePlannerLLM()
+    result = plan(llm, "Link the contact maria@globex.com to the company Globex Corporation", CRM)
+    assert result.selection["proposed"] == ["findContacts", "lookupCompany", "linkContactToCompany"]
+    seeds = {lk["arg"]: lk["seed"] for lk in result.selection["lookups"]}
+    assert seeds == {"id": "maria@globex.com", "body_id": "Globex Corporation"}
+    # the request naming no company: the optional identifier is left out, nothing is looked up for it
+    alone = plan(FakePlannerLLM(), "Update the phone of the contact maria@globex.com to +44 20 7946 0018", CRM)
+    assert alone.selection["proposed"] == ["findContacts", "updateContact"]
+
+
+def test_a_lookup_queried_through_a_filter_object_gets_the_filter_that_finds_the_name() -> None:
+    assert filter_object(FILTER) == {"field": "field", "operator": "operator", "value": "value"}
+    assert filter_object({"type": "object", "properties": {"q": {"type": "string"}}}) is None
+    assert filter_value(FILTER, "Globex", None) == {"field": "name", "operator": "=", "value": "Globex"}
+    llm = FakePlannerLLM()
+    plan(llm, "Update the phone of the contact jane@acme.io to +44 20 7946 0018", CRM)
+    query = llm.history[0]["schema"]["properties"]["query"]
+    assert {"field": "email", "operator": "=", "value": "jane@acme.io"} in json.loads(json.dumps(query))["enum"]
