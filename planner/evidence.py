@@ -32,6 +32,7 @@ from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
 from planner.lexicon import lexicon
 from planner.lookups import description_keywords, nouns
+from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
 from planner.ties import Ties
 from planner.upstream import Upstream, could_supply, same_named_refs
@@ -83,6 +84,7 @@ class NodeEvidence:
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
         self._untied(out)
+        self._money(tool, out)
         for arg, options in out.items():
             schema = tool.properties.get(arg)
             if self.defaults and not options.supported and isinstance(schema, dict) and "default" in schema:
@@ -103,8 +105,31 @@ class NodeEvidence:
                         out[arg] = replace(options, values=(c.value,), typed=True, closed=True, supported=True)
                         break
 
+    def _money(self, tool: ToolDef, out: dict[str, ArgOptions]) -> None:
+        """The one sum of money the step writes fills the least nested amount object: its currency code
+        and its number in the field's declared unit (planner/money.py)."""
+        objects = amount_fields(tool.arg_names(), tool.properties)
+        if not objects:
+            return
+        money = money_in(self.values, self.span)
+        shallowest = min(parent.count(".") for parent in objects)
+        chosen = [fields for parent, fields in objects.items() if parent.count(".") == shallowest]
+        if len(money) != 1 or len(chosen) != 1:
+            return  # no sum, or which sum goes where is not clear
+        currency, number = chosen[0]
+        options = tool.properties.get(currency) or {}
+        if options.get("enum") and money[0].currency not in options["enum"]:
+            return
+        value = in_declared_unit(money[0], tool.properties.get(number))
+        if value is None:
+            return
+        for arg, written in ((currency, money[0].currency), (number, value)):
+            current = out[arg]
+            out[arg] = replace(current, values=(written,), refs=(), typed=True, closed=True, supported=True)
+
     # one argument -------------------------------------------------------------------------------------
-    def argument(self, tool: ToolDef, arg: str) -> ArgOptions:
+    def argument(self, tool: ToolDef, arg: str, *, required: bool | None = None) -> ArgOptions:
+        """`required`: decide it as a required argument whatever the tool says (a field its object needs)."""
         entity = frozenset(self.lex.stem(w) for w in nouns(tool.name, self.lex))
         if self.ties.args != tool.arg_names() or self.ties.entity != entity:
             self.ties.for_args(tool.arg_names(), entity)
@@ -112,7 +137,7 @@ class NodeEvidence:
         schema = tool.properties.get(arg)
         schema = schema if isinstance(schema, dict) else {}
         kind = classify(arg, schema)
-        required = arg in tool.required
+        required = arg in tool.required if required is None else required
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
         # (an optional argument takes no same-named output: a filler more often than not)
@@ -132,7 +157,13 @@ class NodeEvidence:
             return ArgOptions(arg, required, kind, tuple(point), typed=True, closed=True)  # "location": "45.5,-73.5"
         if required:
             return ArgOptions(arg, True, kind)
-        cued = [c for c in self._inside() if self.ties.cued(c, arg, optional=True, roles=False) and fits_type(c, kind)]
+        cued = [
+            c
+            for c in self._inside()
+            if self.ties.cued(c, arg, optional=True, roles=False)
+            and fits_type(c, kind)
+            and (c.kind != "ngram" or "." not in arg)  # a field inside an object takes no bare word of the request
+        ]
         return self._optional(arg, kind, [str(c.value) if c.is_number else c.value for c in cued], same)
 
     def _date(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:

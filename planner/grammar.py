@@ -52,13 +52,15 @@ class SchemaBuilder:
         context = context or ValueContext()
         props: dict[str, Any] = {}
         required = set(tool.required)
+        needed: list[str] = []
         mode = self.config.optional_args
         for name in tool.arg_names():
-            need = name in required
+            options = context.arguments.get(name) if context.arguments is not None else None
+            need = name in required or (options is not None and options.required)  # (a field its object needs)
+            needed += [name] if need else []
             if not need and mode == "omit":
                 continue
             sub = tool.properties[name]
-            options = context.arguments.get(name) if context.arguments is not None else None
             forced = context.forced_refs is not None and name in context.forced_refs
             if context.arguments is not None and not forced and (options is None or not options.supported):
                 continue  # an optional argument without evidence is left out: the service's default applies
@@ -77,7 +79,7 @@ class SchemaBuilder:
                 value = {"anyOf": [value, {"type": "null"}]}  # (an optional argument with evidence is written)
             props[name] = value
         schema: JsonSchema = {"type": "object", "properties": props, "additionalProperties": False}
-        schema["required"] = list(props) if mode != "optional" else [n for n in props if n in required]
+        schema["required"] = list(props) if mode != "optional" else [n for n in props if n in needed]
         return schema
 
     # one shot (baseline) -------------------------------------------------------------------

@@ -81,6 +81,10 @@ class Lexicon:
     keyword_cues: frozenset[str] = frozenset()
     query_words: tuple[str, ...] = ()
     filter_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    currency_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    currency_fields: frozenset[str] = frozenset()
+    minor_unit_phrases: tuple[str, ...] = ()
+    zero_decimal: frozenset[str] = frozenset()
     count_words: frozenset[str] = frozenset()
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
@@ -164,6 +168,10 @@ def _load(path: Path, language: str) -> Lexicon:
         keyword_cues=_words(data.get("keyword_cues")),
         query_words=tuple(str(data.get("query_words") or "").split()),
         filter_words=MappingProxyType({k: _words(v) for k, v in (data.get("filter_words") or {}).items()}),
+        currency_words=MappingProxyType({k: _words(v) for k, v in (data.get("currency_words") or {}).items()}),
+        currency_fields=_words(data.get("currency_fields")),
+        minor_unit_phrases=tuple(str(p) for p in data.get("minor_unit_phrases") or ()),
+        zero_decimal=_words(data.get("zero_decimal")),
         count_words=_words(data.get("count_words")),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),

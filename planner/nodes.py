@@ -23,6 +23,7 @@ from planner.decoding import NodeTurn
 from planner.demos import skeleton_refs
 from planner.drafting import cued, draft_args
 from planner.evidence import ArgOptions, NodeEvidence, missing_inputs
+from planner.flat_args import siblings
 from planner.lexicon import lexicon
 from planner.packs import DomainPack
 from planner.query_filters import filter_object, filter_value
@@ -54,6 +55,12 @@ class PreparedRequest:
     tenant: str
     references: References  # how the retrieved demonstrations filled each (tool, argument)
     carried: list[dict[str, Any]] = field(default_factory=list)  # per skeleton node: argument → refilled value
+    given: ToolCatalog | None = None  # the catalog as the client sent it (`catalog`: its flat views)
+
+    def given_tools(self, names: Sequence[str]) -> ToolCatalog:
+        """`names` as the client declared them (object arguments whole), for the prompt's tool lines."""
+        source = self.given if self.given is not None else self.catalog
+        return source.subset([n for n in names if n in source])
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,8 @@ class NodeTurns:
         optional argument the demonstration did not write; which optional arguments are written, this
         request's evidence decides, as without a skeleton."""
         links = self._links(index, tools)
-        options = NodeEvidence(self.req.values, span, upstream, links, defaults=self.config.stages.defaults).node(tool)
+        evidence = NodeEvidence(self.req.values, span, upstream, links, defaults=self.config.stages.defaults)
+        options = evidence.node(tool)
         for arg, values in self._preferred(index, tool, tools).items():  # a pack's dates (a check-out it
             current = options.get(arg)  # computed from the nights) join a required date argument's own
             if current is not None and current.required and current.kind.is_date and values:
@@ -162,6 +170,12 @@ class NodeTurns:
                 continue  # another request's optional constant (`unsubscribed: true`): this one asks otherwise
             kept = (value,) if not reference else ()
             options[arg] = ArgOptions(arg, False, current.kind, kept, typed=True, closed=True)
+        written = [arg for arg, o in options.items() if not o.required and o.supported and (o.values or o.refs)]
+        for arg in written:  # a field written makes its object, and the fields that object requires, written
+            for sibling in siblings(tool, arg):
+                current = options.get(sibling)
+                if current is not None and not current.required and not (current.values or current.refs):
+                    options[sibling] = replace(evidence.argument(tool, sibling, required=True), missing=None)
         return options
 
     def _taught(self, index: int) -> list[str]:

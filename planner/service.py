@@ -25,6 +25,7 @@ from planner.dataflow import LearnedRule, References, learn_references
 from planner.decoding import Decoded, PlanDecoder
 from planner.demos import EmbeddingDemonstrations, choose_skeleton, usable
 from planner.fallback import FallbackError, proposal_plan
+from planner.flat_args import flat_catalog, flat_demo, nest_plan
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
 from planner.nodes import MissingInput, NodeTurns, PreparedRequest
 from planner.packs import DomainPack, load_packs
@@ -70,6 +71,7 @@ class PlannerService:
         self._pack_demos = {
             pack.name: EmbeddingDemonstrations(pack.demonstrations(), self.embedder) for pack in self.packs
         }
+        self._flat: dict[str, ToolCatalog] = {}  # catalog hash → its flat views (planner/flat_args.py)
 
     @classmethod
     def from_config(
@@ -162,7 +164,19 @@ class PlannerService:
         if len(request) > self.config.request_max_chars:
             raise InvalidPlanningRequest(f"the request is longer than {self.config.request_max_chars} characters")
 
-    async def _prepare(self, request: str, catalog: ToolCatalog, tenant: str) -> PreparedRequest:
+    def flat_views(self, catalog: ToolCatalog) -> ToolCatalog:
+        """The catalog planned field by field (planner/flat_args.py), kept for the latest catalogs."""
+        flat = self._flat.get(catalog.hash)
+        if flat is None:
+            flat = flat_catalog(catalog)
+            if len(self._flat) >= 64:
+                self._flat.pop(next(iter(self._flat)))
+            self._flat[catalog.hash] = flat
+        return flat
+
+    async def _prepare(self, request: str, given: ToolCatalog, tenant: str) -> PreparedRequest:
+        """`given`: the catalog as the client sent it; planned through its flat views."""
+        catalog = self.flat_views(given)
         today = self.config.effective_today()
         packs = self.packs_for(catalog)
         values = extract(request, today)
@@ -176,7 +190,9 @@ class PlannerService:
             names = set(shortlist.names()) | set(wanted)
             selection.shortlist = catalog.subset([n for n in catalog.names() if n in names])
         carried = carry_values(skeleton, values, today) if skeleton is not None else []
-        return PreparedRequest(request, catalog, values, selection, packs, demos, skeleton, tenant, references, carried)
+        return PreparedRequest(
+            request, catalog, values, selection, packs, demos, skeleton, tenant, references, carried, given=given
+        )
 
     async def _run(
         self, request: str, catalog: ToolCatalog, *, tenant: str, cache_salt: str | None, extra: str
@@ -229,7 +245,8 @@ class PlannerService:
                 plan_try = plan_try.after_bad_json(self.prompts.repair(decoded.raw_text, feedback))
                 continue
             t2 = time.perf_counter()
-            report = validator.validate(decoded.candidate or {})
+            candidate = nest_plan(decoded.candidate or {}, req.catalog)  # as the catalog declares its objects
+            report = validator.validate(candidate)
             validate_s += time.perf_counter() - t2
             if report.ok and report.plan is not None:
                 timings.update(decode_s=decode_s, validate_s=validate_s)
@@ -240,7 +257,7 @@ class PlannerService:
             error = report.error
             attempt.error = error.feedback() if error else "invalid plan"
             attempt.error_layer = error.layer if error else None
-            refused = _refused_own_values(decoded.candidate or {}, report, req.values)
+            refused = _refused_own_values(candidate, report, req.values)
             if refused and self.config.stages.needs_input:  # never silently change what the user wrote
                 timings.update(decode_s=decode_s, validate_s=validate_s)
                 return _needs_input(req, refused, attempts, timings, described, pack_names)
@@ -284,6 +301,7 @@ class PlannerService:
         plan_level: int = 0,
     ) -> list[Message]:
         shortlist = req.selection.shortlist
+        listed = req.given_tools(shortlist.names())  # the tools as the client declared them
         stages = self.config.stages
         hints = stages.step_hints
         steps = [(h.step.text, h.tool if hints else None) for h in req.selection.hints]
@@ -299,7 +317,7 @@ class PlannerService:
             if stages.proposal_line and not oneshot and req.selection.sequence != [t for _, t in steps if t]:
                 request_turn += "\nProposed tools: " + json.dumps(req.selection.sequence)
             messages: list[Message] = [
-                {"role": "system", "content": self.prompts.system(shortlist, grounding=grounding, level=level)},
+                {"role": "system", "content": self.prompts.system(listed, grounding=grounding, level=level)},
                 *turns,
                 {"role": "user", "content": request_turn + extra},
             ]
@@ -338,6 +356,7 @@ class PlannerService:
         nearest: list[Demonstration] = []
         for source in sources:
             hits = await asyncio.to_thread(source.search, request, max(fetch, learn), tenant=tenant)
+            hits = [flat_demo(d, catalog) for d in hits]  # field by field, as the catalog is planned
             found += hits[:fetch]
             nearest += hits[:learn]
         found.sort(key=lambda d: -d.score)
@@ -395,7 +414,7 @@ class PlannerService:
                 plan = proposal_plan(req.selection, req.values, req.catalog, max_nodes=self.config.max_nodes)
             except FallbackError as exc:
                 raise PlanningFailed(f"model path failed ({reason}); fallback: {exc}", attempts) from exc
-        report = validator.validate(plan)
+        report = validator.validate(nest_plan(plan.model_dump(exclude_none=True), req.catalog))
         timings["fallback_s"] = time.perf_counter() - t0
         if not report.ok:
             raise PlanningFailed(f"model path failed ({reason}); fallback plan invalid: {report.error}", attempts)

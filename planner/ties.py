@@ -37,8 +37,10 @@ class Ties:
         not tie "Room" to `syncToken`), a role word that fits it, a word of its name right after it. Words
         like "to" count only for an argument named by them alone."""
         w = weights().evidence
-        named = {t for t in name_tokens(arg) if len(t) > 1}
+        field, _, parent = arg.rpartition(".")[::-1]  # a field of an object (planner/flat_args.py): its own name
+        named = {t for t in name_tokens(field) if len(t) > 1}
         tokens = {t for t in named if t not in self.lex.stopwords} or named
+        around = {t for t in name_tokens(parent) if len(t) > 1} if parent else set()  # ("start" of start.dateTime)
         stems = {self.lex.stem(t) for t in tokens if len(t) > 2}
         cue = self._near_cue(c)
         score = 0.0
@@ -47,11 +49,11 @@ class Ties:
                 score += max(w["cue_near"] - back, 1.0)
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
-        if roles and cue and role_match(cue[-1], tokens, self.lex):
+        if roles and cue and role_match(cue[-1], tokens | around, self.lex):
             score += w["role"]
         if cue and tokens & self.lex.name_args and (cue[-1] in self.lex.naming_words or self._names_entity(c, cue)):
             score += w["role"]  # "called 'Digest'" → name; "the segment 'VIP'" → the segment's name
-        words = ordered_tokens(arg)
+        words = ordered_tokens(field)
         cut = next((i for i, word in enumerate(words) if word in self.lex.denominators), len(words))
         heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
         if c.tail and c.tail not in self.lex.stopwords and self.lex.stem(c.tail) in heads & (stems | {c.tail}):
@@ -87,7 +89,12 @@ class Ties:
         only (free text: "to Room 4B" says nothing about `timeMax`)."""
         score = self.tie(c, arg, roles=roles)
         floor = weights().evidence["optional_min"] if optional else 0.0
-        return score > 0 and score >= floor and score >= self.strongest(c)
+        if not (score > 0 and score >= floor and score >= self.strongest(c)):
+            return False
+        # tied as strongly to a field less deeply nested (`reference` and `applicationInfo.device.reference`):
+        # the value is the shallower one's
+        depth = _depth(arg)
+        return not any(_depth(o) < depth and self.tie(c, o) >= score for o in self.args if o != arg)
 
     def strongest(self, c: Candidate) -> float:
         """The strongest tie of a value to any argument of the tool (0: tied to none)."""
@@ -95,3 +102,8 @@ class Ties:
         if key not in self._best:
             self._best[key] = max((self.tie(c, other) for other in self.args), default=0.0)
         return self._best[key]
+
+
+def _depth(arg: str) -> int:
+    """How deeply a field of the flat view is nested (list items do not count): `body.start.dateTime` 2."""
+    return sum(1 for part in arg.split(".")[1:] if not part.isdigit())

@@ -212,7 +212,9 @@ def test_every_model_call_is_sized_to_its_grammar_worst_case() -> None:
 
 
 def test_a_conversation_too_long_for_the_model_is_retried_without_examples() -> None:
-    too_long = LLMRejected("This model's maximum context length is 2048 tokens (parameter=input_tokens)", engine_status=400)
+    too_long = LLMRejected(
+        "This model's maximum context length is 2048 tokens (parameter=input_tokens)", engine_status=400
+    )
     llm = FakePlannerLLM(too_long, WEATHER)
     result = run(service(llm), "Weather in Hangzhou on June 20?")
     assert result.path == "model_retry"
