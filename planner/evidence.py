@@ -93,13 +93,32 @@ class NodeEvidence:
 
     def _untied(self, out: dict[str, ArgOptions]) -> None:
         """An address no argument's name or role ties ("Email ana@example.com ...") goes to the first
-        argument of its kind that has no value yet (`to` before `cc`: the tool's own order)."""
+        argument of its kind that has no value yet (`to` before `cc`: the tool's own order); quoted text
+        no argument is tied to ("Add 'Quarterly review' to my calendar") to the first argument named like a
+        name or title (the lexicon's `name_args`: `summary`, `name`, `title`...)."""
+        for c in self._inside():
+            if c.kind != "quoted" or not c.written or self.ties.strongest(c) > 0:
+                continue
+            if any(o.values == (c.value,) for o in out.values()):
+                continue
+            named = [
+                arg
+                for arg, options in out.items()
+                if set(ordered_tokens(arg.rpartition(".")[2])) & self.lex.name_args
+                and options.kind.kind == "text"
+                and not options.required  # (a required one is offered every candidate anyway)
+                and not options.values
+                and not options.refs
+            ]
+            if named:  # the least nested first (`body.summary` before `body.attachments.0.title`)
+                arg = min(named, key=lambda a: sum(1 for part in a.split(".") if not part.isdigit()))
+                out[arg] = replace(out[arg], values=(c.value,), typed=True, closed=True, supported=True)
         for address in ("email", "url", "phone"):
             for c in self._inside():
                 if not c.written or shape(c) != address or self.ties.strongest(c) > 0:
                     continue
-                if any(c.value in o.values for o in out.values()):
-                    continue
+                if any(o.values == (c.value,) for o in out.values()):
+                    continue  # (an identifier offered every value of its shape has not taken it)
                 for arg, options in out.items():
                     if options.kind.kind == address and not options.values and not options.refs:
                         out[arg] = replace(options, values=(c.value,), typed=True, closed=True, supported=True)
@@ -132,8 +151,8 @@ class NodeEvidence:
         """`required`: decide it as a required argument whatever the tool says (a field its object needs)."""
         entity = frozenset(self.lex.stem(w) for w in nouns(tool.name, self.lex))
         if self.ties.args != tool.arg_names() or self.ties.entity != entity:
-            self.ties.for_args(tool.arg_names(), entity)
-            self._kinds = {a: classify(a, tool.properties.get(a)) for a in self.ties.args}
+            self._kinds = {a: classify(a, tool.properties.get(a)) for a in tool.arg_names()}
+            self.ties.for_args(tool.arg_names(), entity, self._kinds)
         schema = tool.properties.get(arg)
         schema = schema if isinstance(schema, dict) else {}
         kind = classify(arg, schema)
@@ -185,10 +204,14 @@ class NodeEvidence:
             if self.ties.cued(c, arg, optional=not required)
             or (sole and self.ties.tie(c, arg) >= self.ties.strongest(c))
         ]
+        tied = self._tied_clock(arg) if fmt.kind == "datetime" else None
+        dates = [c for c in pool if c.kind == "date"]
+        if tied is not None and not cued and len({c.iso for c in dates}) == 1:
+            cued = dates[:1]  # "on March 3 from 10:00 to 11:00": the step's one date, at the clock tied to it
         chosen = cued if not required else cued + [c for c in pool if c not in cued]
         rendered: list[Any] = []
         for c in chosen:
-            rendered += [v for v in self._forms(c, fmt) if v is not None and v not in rendered]
+            rendered += [v for v in self._forms(c, fmt, tied) if v is not None and v not in rendered]
         if not required:
             return self._optional(arg, kind, rendered, same, typed=True)
         missing = None
@@ -197,7 +220,7 @@ class NodeEvidence:
         refs = same if rendered else ()
         return ArgOptions(arg, True, kind, tuple(rendered), refs, typed=True, closed=bool(rendered), missing=missing)
 
-    def _forms(self, c: Candidate, fmt: DateFormat) -> list[Any]:
+    def _forms(self, c: Candidate, fmt: DateFormat, tied: str | None = None) -> list[Any]:
         """A written date or time in the argument's format; without a declared format a value the user
         wrote in digits or as a clock ("10/05/2023", "10:00 AM", "2022-12-01 10:00") is kept as written."""
         forms: list[Any] = []
@@ -206,7 +229,7 @@ class NodeEvidence:
                 forms.append(c.value)
             forms.append(fmt.render("", c.iso) if fmt.kind == "time" else None)
             return forms
-        clock = c.value[11:16] if c.kind == "datetime" else (self._clock(c) if fmt.kind != "date" else None)
+        clock = c.value[11:16] if c.kind == "datetime" else (tied or self._clock(c) if fmt.kind != "date" else None)
         full = c.kind == "datetime" and len(c.value) > 19 and fmt.kind == "datetime"  # with its offset already
         if (not fmt.declared or full) and c.value != c.iso and (c.kind == "datetime" or numeric(c.value)):
             forms.append(c.value)
@@ -259,9 +282,11 @@ class NodeEvidence:
             inside = [c for c in inside if c in cued or not named_only(c)]
         if not required:
             return self._optional(arg, kind, [c.value for c in cued], same, typed=True)
-        chosen = cued + [c for c in inside if c not in cued]
-        literal = [str(c.value) if kind.is_identifier and c.is_number else c.value for c in chosen]
-        literal = list(dict.fromkeys([*literal, *keywords]))
+        def written(cands: list[Candidate]) -> list[Any]:
+            return [str(c.value) if kind.is_identifier and c.is_number else c.value for c in cands]
+
+        # what the request ties to it, then the description's keywords ("primary"), then values of its shape
+        literal = list(dict.fromkeys([*written(cued), *keywords, *written([c for c in inside if c not in cued])]))
         missing = None
         if not literal and not same and not could_supply(self.upstream, kind, arg, self.lex):
             missing = f"the request gives no {_kind_words(kind.kind)} for it"
@@ -300,10 +325,30 @@ class NodeEvidence:
         span = self.span
         return [c for c in self.values.candidates if span is None or c.start < 0 or span[0] <= c.start < span[1]]
 
+    def _tied_clock(self, arg: str) -> str | None:
+        """The time of the step a role word ties to this argument ("from 10:00" → start, "to 11:00" → end,
+        "between 09:00" → min), else, when another date argument holds the step's tied time, the first time
+        no argument is tied to ("and 12:00" → max); None when the step writes no time."""
+        times = [t for t in self._inside() if t.kind == "time" and t.iso and t.written]
+        own = [t for t in times if self.ties.cued(t, arg)]
+        if own:
+            return own[0].iso
+        pairs = [a for a in self.ties.args if a != arg and a in self.ties.dated and _counterparts(a, arg)]
+        taken = [t for t in times if any(self.ties.cued(t, other) for other in pairs)]
+        free = [t for t in times if t not in taken and self.ties.strongest(t) == 0]
+        return free[0].iso if taken and free else None
+
     def _clock(self, c: Candidate) -> str | None:
         """The time written nearest after a date (its clock), if any."""
         times = [t for t in self.values.candidates if t.kind == "time" and t.iso and t.start >= c.end]
         return min(times, key=lambda t: t.start).iso if times else None
+
+
+def _counterparts(a: str, b: str) -> bool:
+    """Two arguments named alike but for one word: `body.start.dateTime` / `body.end.dateTime`,
+    `timeMin` / `timeMax` (the two ends of one span)."""
+    x, y = ordered_tokens(a), ordered_tokens(b)
+    return len(x) == len(y) and sum(1 for i, j in zip(x, y, strict=True) if i != j) == 1
 
 
 def missing_inputs(options: Mapping[str, ArgOptions]) -> dict[str, str]:

@@ -10,9 +10,11 @@ write an optional argument only with a value cued for it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from planner.argkinds import ordered_tokens
+from planner.argkinds import ArgKind, ordered_tokens
 from planner.lexicon import Lexicon, lexicon_for, weights
+from planner.value_shapes import shaped_as
 from planner.values import Candidate, RequestValues, name_tokens, role_match
 
 
@@ -24,12 +26,25 @@ class Ties:
         self.lex = lex
         self.args: tuple[str, ...] = ()
         self.entity: frozenset[str] = frozenset()
+        self.dated: frozenset[str] = frozenset()  # the arguments that take dates or times only
+        self.numeric: frozenset[str] = frozenset()  # ... numbers only
+        self.kinds: dict[str, ArgKind] = {}
         self._best: dict[int, float] = {}
 
-    def for_args(self, args: tuple[str, ...], entity: frozenset[str] = frozenset()) -> None:
+    def for_args(
+        self,
+        args: tuple[str, ...],
+        entity: frozenset[str] = frozenset(),
+        kinds: Mapping[str, ArgKind] | None = None,
+    ) -> None:
         """Score against the arguments `args` of another tool (forgetting the strongest ties found so far);
-        `entity`: the stems of the thing the tool acts on (the nouns of its name)."""
+        `entity`: the stems of the thing the tool acts on (the nouns of its name); `kinds`: what each
+        argument takes (a value is not tied to an argument that cannot take it: a title to an end date)."""
         self.args, self.entity, self._best = args, entity, {}
+        kinds = kinds or {}
+        self.kinds = dict(kinds)
+        self.dated = frozenset(a for a, k in kinds.items() if k.is_date)
+        self.numeric = frozenset(a for a, k in kinds.items() if k.kind in ("number", "integer"))
 
     def tie(self, c: Candidate, arg: str, *, roles: bool = True) -> float:
         """How strongly the request ties a value to an argument: words of its name right before the value
@@ -40,17 +55,24 @@ class Ties:
         field, _, parent = arg.rpartition(".")[::-1]  # a field of an object (planner/flat_args.py): its own name
         named = {t for t in name_tokens(field) if len(t) > 1}
         tokens = {t for t in named if t not in self.lex.stopwords} or named
-        around = {t for t in name_tokens(parent) if len(t) > 1} if parent else set()  # ("start" of start.dateTime)
+        # the object a date field is in names its role ("from 10:00" → `start.dateTime`, not `end.timeZone`)
+        around = {t for t in name_tokens(parent) if len(t) > 1} if parent and arg in self.dated else set()
         stems = {self.lex.stem(t) for t in tokens if len(t) > 2}
         cue = self._near_cue(c)
         score = 0.0
+        verbs = self.lex.action_verbs | self.lex.mutating_verbs
         for back, word in enumerate(reversed(cue[-3:])):
+            if word in verbs and len(tokens) > 1:
+                continue  # the request's verb ("Add 'Review'") names no field `anyoneCanAddSelf`
             if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
                 score += max(w["cue_near"] - back, 1.0)
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
         if roles and cue and role_match(cue[-1], tokens | around, self.lex):
             score += w["role"]
+            holder = {t for t in name_tokens(parent.rpartition(".")[2]) if len(t) > 1} if parent else set()
+            if holder and holder <= self.lex.role_words.get(cue[-1], frozenset()):
+                score += w["exact"]  # the object is named by the role alone: `start` of `start.dateTime`
         if cue and tokens & self.lex.name_args and (cue[-1] in self.lex.naming_words or self._names_entity(c, cue)):
             score += w["role"]  # "called 'Digest'" → name; "the segment 'VIP'" → the segment's name
         words = ordered_tokens(field)
@@ -100,8 +122,24 @@ class Ties:
         """The strongest tie of a value to any argument of the tool (0: tied to none)."""
         key = id(c)
         if key not in self._best:
-            self._best[key] = max((self.tie(c, other) for other in self.args), default=0.0)
+            takes = [a for a in self.args if self._can_take(c, a)]
+            self._best[key] = max((self.tie(c, other) for other in takes), default=0.0)
         return self._best[key]
+
+    def _can_take(self, c: Candidate, arg: str) -> bool:
+        """Text ("'Design review (final)'") cannot fill a date, a number, an identifier or a flag."""
+        if c.kind not in ("quoted", "phrase", "ngram"):
+            return True
+        kind = self.kinds.get(arg)
+        if kind is not None and (kind.is_identifier or kind.kind in ("email", "url", "phone")):
+            return shaped_as(c, kind)  # (quoted words are a name, never an id)
+        if kind is not None and kind.kind == "boolean":
+            return False  # a flag is set by its own words, never by a value
+        if arg in self.dated:
+            return c.kind in ("date", "datetime", "time") or c.is_number
+        if arg in self.numeric:
+            return c.is_number
+        return True
 
 
 def _depth(arg: str) -> int:

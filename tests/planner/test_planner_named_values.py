@@ -181,3 +181,64 @@ def test_a_lookup_queried_through_a_filter_object_gets_the_filter_that_finds_the
     plan(llm, "Update the phone of the contact jane@acme.io to +44 20 7946 0018", CRM)
     query = llm.history[0]["schema"]["properties"]["query"]
     assert {"field": "email", "operator": "=", "value": "jane@acme.io"} in json.loads(json.dumps(query))["enum"]
+
+
+# spans and titles inside request bodies ------------------------------------------------------------------
+WHEN = {"type": "object", "properties": {"dateTime": {"type": "string", "format": "date-time"}}}
+AGENDA = [
+    function(
+        "events_add",
+        "Creates an event.",
+        {
+            "calendarId": {"type": "string", "description": 'Calendar identifier. Use the "primary" keyword.'},
+            "body": {
+                "type": "object",
+                "properties": {
+                    "summary": {"type": "string", "description": "Title of the event."},
+                    "anyoneCanAddSelf": {"type": "boolean"},
+                    "start": WHEN,
+                    "end": WHEN,
+                    "attendees": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"email": {"type": "string", "description": "The attendee's email address."}},
+                        },
+                    },
+                },
+            },
+        },
+        ["calendarId"],
+    ),  # fmt: skip
+    function(
+        "freebusy",
+        "Returns free/busy information.",
+        {"timeMin": {"type": "string", "format": "date-time"}, "timeMax": {"type": "string", "format": "date-time"}},
+        [],
+    ),  # fmt: skip
+]
+
+
+def flat_options(tools: list[dict[str, Any]], tool: str, request: str) -> Any:
+    from planner.flat_args import flat_catalog
+
+    view = flat_catalog(ToolCatalog.from_openai(tools)).get(tool)
+    return {a: o.values for a, o in NodeEvidence(extract(request, TODAY), None, []).node(view).items() if o.values}
+
+
+def test_the_clocks_a_role_ties_make_the_two_ends_of_a_span() -> None:
+    event = flat_options(AGENDA, "events_add", "Add 'Quarterly review' to my calendar on March 3, 2027 from 10:00 to 11:00 UTC.")  # fmt: skip
+    assert event == {
+        "calendarId": ("primary",),
+        "body.start.dateTime": ("2027-03-03T10:00:00Z",),
+        "body.end.dateTime": ("2027-03-03T11:00:00Z",),
+        "body.summary": ("Quarterly review",),  # quoted text nothing ties: the title; "Add" names no field
+    }
+    # a clock no role ties is the other end of the span whose one end is tied ("16:00 to 16:30")
+    block = flat_options(AGENDA, "events_add", "Block 16:00 to 16:30 UTC on 2027-01-19 for 'Call with Priya' and add priya@example.com as an attendee.")  # fmt: skip
+    assert block["body.start.dateTime"] == ("2027-01-19T16:00:00Z",)
+    assert block["body.end.dateTime"] == ("2027-01-19T16:30:00Z",)
+    assert block["body.attendees.0.email"] == ("priya@example.com",)
+    assert block["calendarId"][0] == "primary"  # the description's keyword before a value merely id-shaped
+    busy = flat_options(AGENDA, "freebusy", "Am I free on February 10, 2027 between 09:00 and 12:00 UTC?")
+    assert busy == {"timeMin": ("2027-02-10T09:00:00Z",), "timeMax": ("2027-02-10T12:00:00Z",)}
