@@ -105,10 +105,15 @@ class Lexicon:
     segmented: bool = True  # words are separated by spaces (False: Chinese)
 
     def stem(self, word: str) -> str:
-        """A crude stem: the longest listed suffix removed when at least 3 letters stay, then one `final`
-        letter ("issued" → "issu", "issue" → "issu")."""
+        """A crude stem: a plural `s` removed first (so that a plural stems as its singular: "methods" and
+        "method" → "metho"), then the longest listed suffix when at least 3 letters stay (never the `s` of
+        "address" or "status"), then one `final` letter ("issued" → "issu", "issue" → "issu")."""
         word = word.lower()
+        if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 4:
+            word = word[:-1]
         for suffix in self.suffixes:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                continue
             if word.endswith(suffix) and len(word) - len(suffix) >= 3:
                 word = word[: -len(suffix)]
                 break

@@ -83,11 +83,28 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
             w.lower() for w in re.findall(r"[A-Za-z]+", str((tool.properties.get(arg) or {}).get("description", "")))
         }
         addresses = {k for k, words in lex.kind_words.items() if (tokens | described) & words}
-        return any(  # quoted words are a name ("event 'Design review'"), never an id
-            c.kind == "code" or c.kind in addresses or (c.kind == "number" and named(c)) for c in inside
+
+        def claimed(c: Candidate) -> bool:  # "shopper cust-8841" is the shopper's reference, not this id
+            cue = set(c.cue.split()[-2:])
+            return not named(c) and any(
+                (name_tokens(other) | set(entity_words(other, lex))) & cue
+                for other in tool.required
+                if other != arg and classify(other, tool.properties.get(other)).is_identifier
+            )
+
+        return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
+            (_id_code(c) or c.kind in addresses)
+            and not claimed(c)
+            or (c.kind == "number" and named(c))
+            for c in inside
         )
     shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
     return any(named(c) for c in shaped)
+
+
+def _id_code(c: Candidate) -> bool:
+    """A code that may identify a thing: at least two digits ("CUS-4711", "cust-8841"; not "alpha-3", "utf-8")."""
+    return c.kind == "code" and sum(ch.isdigit() for ch in str(c.value)) >= 2
 
 
 def _short_code(c: Candidate) -> bool:
@@ -105,12 +122,20 @@ def needs_lookup(
     lookups: bool = True,
     similarity: Mapping[str, float] | None = None,
     lookups_only: bool = True,
+    values: RequestValues | None = None,
+    span: tuple[int, int] | None = None,
 ) -> Producer | None:
     """The best producer of a required argument that only a lookup fills (None: the argument is not one).
-    Without `lookups` (the stage off) only the `prerequisite_identifiers` rule applies."""
+    Without `lookups` (the stage off) only the `prerequisite_identifiers` rule applies. With the request's
+    `values`, a producer the request can call first: one whose own required identifiers it names ("the
+    card of shopper cust-8841" calls `getStoredPaymentMethods(shopperReference)`, not `getPaymentLink(linkId)`
+    though that one outputs a field named like the argument)."""
     found = producers(tool, arg, catalog, similarity, lookups_only=lookups_only)
     if not found:
         return None
+    if values is not None:
+        callable_first = [p for p in found if _callable(catalog.get(p.tool), values, span)]
+        found = callable_first + [p for p in found if p not in callable_first]
     best = found[0]
     kind = classify(arg, tool.properties.get(arg)).kind
     if lookups and (kind == "identifier" or (best.strength == 3 and _names_a_code(tool, arg))):
@@ -121,6 +146,22 @@ def needs_lookup(
     if suffixes and arg.endswith(suffixes) and best.strength == 1 and tool_verb(best.tool) != tool_verb(tool.name):
         return best
     return None
+
+
+def _callable(tool: ToolDef, values: RequestValues, span: tuple[int, int] | None) -> bool:
+    """Every required identifier of the tool is a value the request writes right after the identifier's
+    name or entity ("shopper cust-8841" for `shopperReference`)."""
+    lex = lexicon("en")
+    inside = [
+        c for c in values.candidates if c.written and (span is None or c.start < 0 or span[0] <= c.start < span[1])
+    ]
+    for arg in tool.required:
+        if not classify(arg, tool.properties.get(arg)).is_identifier:
+            continue
+        tokens = name_tokens(arg) | set(entity_words(arg, lex))
+        if not any(c.kind in _ID_KINDS + ("number",) and tokens & set(c.cue.split()[-2:]) for c in inside):
+            return False
+    return True
 
 
 def _names_a_code(tool: ToolDef, arg: str) -> bool:
@@ -170,7 +211,7 @@ def _seed(
         names = []
     # an address or a code identifies the thing better than quoted text, which is more often the new value
     # ("the contact with e-mail x@y.cn: rename it to '王丽'")
-    shaped = [c for c in inside if c.kind in ("email", "phone", "url", "code")]
+    shaped = [c for c in inside if c.kind in ("email", "phone", "url") or _id_code(c)]
     shaped = shaped or [c for c in inside if c.kind == "quoted"]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
@@ -200,7 +241,8 @@ def with_prerequisites(
     for index, name in enumerate(sequence):
         tool = catalog.get(name)
         span = spans[index] if index < len(spans) else None
-        for other in _majority(tool, sequence, out, shortlist):
+        given = {arg for arg in tool.required if literal_for(tool, arg, values, span)}
+        for other in _majority(tool, sequence, out, shortlist, given):
             out.append(other)
             serves.append(index)
         needs: list[_Need] = []
@@ -218,7 +260,9 @@ def with_prerequisites(
                 at = max(i for i, t in enumerate(out) if t == done.tool)
                 made.append(Lookup(at, -1, arg, done.path, None))
                 continue
-            producer = needs_lookup(tool, arg, catalog, config, lookups=lookups, similarity=similarity)
+            producer = needs_lookup(
+                tool, arg, catalog, config, lookups=lookups, similarity=similarity, values=values, span=span
+            )
             if producer is None or producer.tool in sequence:
                 continue
             keywords = description_keywords(tool.properties.get(arg))
@@ -292,9 +336,12 @@ def _given_earlier(out: list[str], arg: str, catalog: ToolCatalog) -> bool:
     return any(arg in {p.rsplit(".", 1)[-1] for p, _ in catalog.get(t).output_fields} for t in out if t in catalog)
 
 
-def _majority(tool: ToolDef, sequence: Sequence[str], out: list[str], shortlist: ToolCatalog) -> list[str]:
-    """Tools whose top-level outputs are most of `tool`'s required arguments (at least two)."""
-    required = set(tool.required)
+def _majority(
+    tool: ToolDef, sequence: Sequence[str], out: list[str], shortlist: ToolCatalog, given: set[str]
+) -> list[str]:
+    """Tools whose top-level outputs are most of `tool`'s required arguments the request does not `given`
+    itself (at least two)."""
+    required = set(tool.required) - given
     added: list[str] = []
     for other in shortlist:
         if other.name == tool.name or other.name in sequence or other.name in out or other.name in added:

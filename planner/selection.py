@@ -229,6 +229,12 @@ class ToolSelector:
                 hints.append(StepHint(step, None, float(per_step[i, order[0]]) if order else 0.0))
                 continue
             choice = order[0]
+            if hints and hints[-1].tool == names[choice] and lexicon_for(step.text).anaphora.search(step.text):
+                last = hints[-1]  # "Look up Brighton and give me its details": more of the same call
+                hints[-1] = StepHint(
+                    Step(last.step.text, last.step.start, step.end, last.step.implicit), last.tool, last.score
+                )
+                continue
             if names[choice] in used and len(order) > 1:
                 runner = order[1]
                 if names[runner] not in used and per_step[i, runner] >= per_step[i, choice] - self.config.repeat_margin:

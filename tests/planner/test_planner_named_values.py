@@ -242,3 +242,56 @@ def test_the_clocks_a_role_ties_make_the_two_ends_of_a_span() -> None:
     assert block["calendarId"][0] == "primary"  # the description's keyword before a value merely id-shaped
     busy = flat_options(AGENDA, "freebusy", "Am I free on February 10, 2027 between 09:00 and 12:00 UTC?")
     assert busy == {"timeMin": ("2027-02-10T09:00:00Z",), "timeMax": ("2027-02-10T12:00:00Z",)}
+
+
+# which identifier the request gives, and which lookup can be called --------------------------------------
+CARDS = [
+    function(
+        "getPaymentLink",
+        "Get a payment link.",
+        {"linkId": {"type": "string"}},
+        ["linkId"],
+        {"type": "object", "properties": {"cardId": {"type": "string"}, "shopperReference": {"type": "string"}}},
+    ),  # fmt: skip
+    function(
+        "listCards",
+        "List the stored cards of a shopper.",
+        {"shopperReference": {"type": "string"}},
+        ["shopperReference"],
+        {
+            "type": "object",
+            "properties": {
+                "cards": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}}
+            },
+        },
+    ),  # fmt: skip
+    function(
+        "deleteCard",
+        "Delete a stored card.",
+        {"cardId": {"type": "string"}, "shopperReference": {"type": "string"}},
+        ["cardId", "shopperReference"],
+    ),  # fmt: skip
+]
+
+
+def test_a_code_another_identifier_claims_is_not_this_ones_and_a_lookup_the_request_can_call_comes_first() -> None:
+    from planner.config import SelectionConfig
+    from planner.prerequisites import literal_for, needs_lookup
+
+    catalog = ToolCatalog.from_openai(CARDS)
+    delete = catalog.get("deleteCard")
+    values = extract("Remove the saved card of shopper cust-8841", TODAY)
+    assert literal_for(delete, "shopperReference", values, None)
+    assert not literal_for(delete, "cardId", values, None)  # "shopper cust-8841" names the shopper
+    assert not literal_for(delete, "cardId", extract("Remove card alpha-3 now", TODAY), None)  # one digit: no id
+    producer = needs_lookup(delete, "cardId", catalog, SelectionConfig(), values=values)
+    assert producer is not None and producer.tool == "listCards"  # getPaymentLink needs a link id nobody gave
+    assert needs_lookup(delete, "cardId", catalog, SelectionConfig()).tool == "getPaymentLink"  # (field named alike)
+
+
+def test_a_plural_stems_as_its_singular() -> None:
+    from planner.lexicon import lexicon
+
+    lex = lexicon("en")
+    for one, many in (("method", "methods"), ("address", "addresses"), ("status", "statuses"), ("card", "cards")):
+        assert lex.stem(one) == lex.stem(many)
