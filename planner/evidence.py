@@ -282,8 +282,9 @@ class NodeEvidence:
             inside = [c for c in inside if c in cued or not named_only(c)]
         if not required:
             return self._optional(arg, kind, [c.value for c in cued], same, typed=True)
+
         def written(cands: list[Candidate]) -> list[Any]:
-            return [str(c.value) if kind.is_identifier and c.is_number else c.value for c in cands]
+            return [str(c.value) if c.is_number else c.value for c in cands]  # (ids and phones are text)
 
         # what the request ties to it, then the description's keywords ("primary"), then values of its shape
         literal = list(dict.fromkeys([*written(cued), *keywords, *written([c for c in inside if c not in cued])]))

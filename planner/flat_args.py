@@ -4,7 +4,7 @@ Real APIs take most of what a request says inside objects — a request body (`b
 `body.start.dateTime`), an amount (`amount.currency`, `amount.value`), an access scope (`scope.value`).
 The planner's rules (evidence, ties, formats, lookups) decide one value at a time, so a tool is planned
 through its *flat view*: every field of an object argument that declares its properties becomes an
-argument of its own, named by its path (a list of objects contributes its first item: `attendees.0.email`),
+argument of its own, named by its path (an optional list of objects contributes its first item: `attendees.0.email`),
 down to `MAX_DEPTH` levels and `MAX_LEAVES` fields per tool. A field is required when it and every
 object above it are required. Catalog argument names never hold a dot (planner/catalog.py `ARG_NAME_RE`),
 so a dotted name is always a path.
@@ -35,7 +35,10 @@ def flat_tool(tool: ToolDef) -> ToolDef:
     """The tool's flat view (the tool itself when no argument is an object with declared properties)."""
     props = tool.properties
     required = set(tool.required)
-    if not any(_expandable(schema) is not None or _expandable(_items(schema)) is not None for schema in props.values()):
+    if not any(
+        _expandable(schema) is not None or (_expandable(_items(schema)) is not None and name not in required)
+        for name, schema in props.items()
+    ):
         return tool
     for depth in range(MAX_DEPTH, 0, -1):
         flat: dict[str, Any] = {}
@@ -183,7 +186,8 @@ class _Out:
 
 def _leaves(path: str, schema: Any, required: bool, depth: int, out: _Out, inner_required: bool = False) -> None:
     obj = _expandable(schema) if depth > 0 else None
-    listed = _expandable(_items(schema)) if depth > 0 else None
+    # a list of objects only when optional: a required one needs at least an item the view cannot promise
+    listed = _expandable(_items(schema)) if depth > 0 and not required else None
     if (obj is not None or listed is not None) and inner_required:
         out.inner.append(path)  # (an object its own object requires)
     if obj is not None:

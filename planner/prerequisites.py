@@ -93,10 +93,7 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
             )
 
         return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
-            (_id_code(c) or c.kind in addresses)
-            and not claimed(c)
-            or (c.kind == "number" and named(c))
-            for c in inside
+            (_id_code(c) or c.kind in addresses) and not claimed(c) or (c.kind == "number" and named(c)) for c in inside
         )
     shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
     return any(named(c) for c in shaped)

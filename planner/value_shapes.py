@@ -43,6 +43,8 @@ def shape(c: Candidate) -> str:
 def shaped_as(c: Candidate, kind: ArgKind) -> bool:
     """The value has the shape an identifier, e-mail, URL or phone argument takes."""
     found = shape(c)
+    if kind.kind == "phone" and re.fullmatch(r"\+?\d{7,15}", str(c.value)):
+        return True  # "the phone number 1234567890": digits alone, read as a number and a code
     if kind.is_identifier:  # quoted words ("'Design review'") are a name, never an id
         return (found in ID_SHAPES and found != "quoted") or (c.is_number and float(c.value).is_integer())
     return found == kind.kind

@@ -170,3 +170,18 @@ def test_a_body_argument_is_offered_field_by_field_and_the_plan_validates_nested
         "body": {"amount": {"currency": "EUR", "value": 15000}, "reference": "ORD-7"}
     }
     assert flat_tool(catalog.get("createPaymentLink")) is not catalog.get("createPaymentLink")
+
+
+def test_a_required_list_of_objects_stays_whole() -> None:
+    items = {"type": "array", "items": {"type": "object", "properties": {"item": {"type": "string"}}}}
+    tool = ToolCatalog.from_openai([function("discount", "Discount items.", {"discounts": items}, ["discounts"])])
+    assert flat_catalog(tool).get("discount").properties == {"discounts": items}  # one item cannot be promised
+
+
+def test_digits_alone_after_phone_number_are_a_phone_number() -> None:
+    sms = function("send_sms", "Send an SMS.", {"phone_number": {"type": "string"}, "message": {"type": "string"}},
+                   ["phone_number", "message"])  # fmt: skip
+    options = NodeEvidence(extract("Text 'hi' to the phone number 1234567890", TODAY), None, []).node(
+        ToolCatalog.from_openai([sms]).get("send_sms")
+    )
+    assert options["phone_number"].values == ("1234567890",) and options["phone_number"].missing is None
