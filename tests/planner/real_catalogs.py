@@ -215,3 +215,14 @@ def without_outputs(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         body = {k: v for k, v in entry["function"].items() if k != "output_schema"}
         out.append({"type": "function", "function": body})
     return out
+
+
+EVENT_BODY = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string"},
+        "start": {"type": "object", "properties": {"dateTime": {"type": "string", "format": "date-time"}}},
+        "attendees": {"type": "array", "items": {"type": "object", "properties": {"email": {"type": "string"}}}},
+    },
+}
+"""A calendar event's request body: a title, a start inside an object, a list of attendee objects."""

@@ -20,6 +20,7 @@ from planner.selection import ToolSelector
 from planner.similarity import CachedEmbedder, HashingEmbedder
 from planner.steps import Step
 from planner.values import extract
+from tests.planner.real_catalogs import EVENT_BODY
 
 TODAY = date(2026, 12, 1)
 
@@ -104,20 +105,7 @@ def test_a_chinese_request_is_read_through_its_glosses() -> None:
 EVENTS = fn(
     "calendar_events_insert",
     "Creates an event.",
-    {
-        "calendarId": {"type": "string"},
-        "body": {
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string"},
-                "start": {"type": "object", "properties": {"dateTime": {"type": "string", "format": "date-time"}}},
-                "attendees": {
-                    "type": "array",
-                    "items": {"type": "object", "properties": {"email": {"type": "string"}}},
-                },
-            },
-        },
-    },
+    {"calendarId": {"type": "string"}, "body": EVENT_BODY},
     ["calendarId"],
 )
 CALENDARS = fn(

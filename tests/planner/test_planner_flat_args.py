@@ -20,7 +20,7 @@ from planner.service import PlannerService
 from planner.similarity import CachedEmbedder
 from planner.values import extract
 from tests.fakes.llm import FakePlannerLLM
-from tests.planner.real_catalogs import function
+from tests.planner.real_catalogs import EVENT_BODY, function
 
 TODAY = date(2026, 11, 30)
 AMOUNT = {
@@ -63,17 +63,7 @@ EVENT = function(
     "Create a calendar event.",
     {
         "calendarId": {"type": "string", "description": 'Calendar identifier; the "primary" keyword works.'},
-        "body": {
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string"},
-                "start": {"type": "object", "properties": {"dateTime": {"type": "string", "format": "date-time"}}},
-                "attendees": {
-                    "type": "array",
-                    "items": {"type": "object", "properties": {"email": {"type": "string"}}},
-                },
-            },
-        },
+        "body": EVENT_BODY,
     },
     ["calendarId"],
 )
