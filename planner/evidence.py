@@ -30,6 +30,7 @@ from typing import Any
 from planner.argkinds import ArgKind, classify, ordered_tokens
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
+from planner.flat_args import field_depth
 from planner.lexicon import lexicon
 from planner.lookups import description_keywords, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
@@ -111,7 +112,7 @@ class NodeEvidence:
                 and not options.refs
             ]
             if named:  # the least nested first (`body.summary` before `body.attachments.0.title`)
-                arg = min(named, key=lambda a: sum(1 for part in a.split(".") if not part.isdigit()))
+                arg = min(named, key=field_depth)
                 out[arg] = replace(out[arg], values=(c.value,), typed=True, closed=True, supported=True)
         for address in ("email", "url", "phone"):
             for c in self._inside():

@@ -53,6 +53,12 @@ def flat_tool(tool: ToolDef) -> ToolDef:
     return replace(tool, parameters=parameters)
 
 
+def field_depth(name: str) -> int:
+    """How deeply a field of a flat view is nested, list items not counted: `body.start.dateTime` 2,
+    `body.attendees.0.email` 2, a top-level argument 0."""
+    return sum(1 for part in name.split(SEP)[1:] if not part.isdigit())
+
+
 def flat_catalog(catalog: ToolCatalog) -> ToolCatalog:
     """The catalog of flat views (the catalog itself when no tool changes)."""
     tools = [flat_tool(tool) for tool in catalog]

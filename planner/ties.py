@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from planner.argkinds import ArgKind, ordered_tokens
+from planner.flat_args import field_depth
 from planner.lexicon import Lexicon, lexicon_for, weights
 from planner.value_shapes import shaped_as
 from planner.values import Candidate, RequestValues, name_tokens, role_match
@@ -30,6 +31,7 @@ class Ties:
         self.numeric: frozenset[str] = frozenset()  # ... numbers only
         self.kinds: dict[str, ArgKind] = {}
         self._best: dict[int, float] = {}
+        self._all: dict[int, dict[str, float]] = {}
 
     def for_args(
         self,
@@ -40,7 +42,7 @@ class Ties:
         """Score against the arguments `args` of another tool (forgetting the strongest ties found so far);
         `entity`: the stems of the thing the tool acts on (the nouns of its name); `kinds`: what each
         argument takes (a value is not tied to an argument that cannot take it: a title to an end date)."""
-        self.args, self.entity, self._best = args, entity, {}
+        self.args, self.entity, self._best, self._all = args, entity, {}, {}
         kinds = kinds or {}
         self.kinds = dict(kinds)
         self.dated = frozenset(a for a, k in kinds.items() if k.is_date)
@@ -115,16 +117,24 @@ class Ties:
             return False
         # tied as strongly to a field less deeply nested (`reference` and `applicationInfo.device.reference`):
         # the value is the shallower one's
-        depth = _depth(arg)
-        return not any(_depth(o) < depth and self.tie(c, o) >= score for o in self.args if o != arg)
+        depth = field_depth(arg)
+        ties = self._ties(c)
+        return not any(field_depth(o) < depth and ties[o] >= score for o in self.args if o != arg)
 
     def strongest(self, c: Candidate) -> float:
         """The strongest tie of a value to any argument of the tool (0: tied to none)."""
         key = id(c)
         if key not in self._best:
-            takes = [a for a in self.args if self._can_take(c, a)]
-            self._best[key] = max((self.tie(c, other) for other in takes), default=0.0)
+            ties = self._ties(c)
+            self._best[key] = max((ties[a] for a in self.args if self._can_take(c, a)), default=0.0)
         return self._best[key]
+
+    def _ties(self, c: Candidate) -> dict[str, float]:
+        """The value's tie to every argument of the tool, computed once per value and tool."""
+        key = id(c)
+        if key not in self._all:
+            self._all[key] = {a: self.tie(c, a) for a in self.args}
+        return self._all[key]
 
     def _can_take(self, c: Candidate, arg: str) -> bool:
         """Text ("'Design review (final)'") cannot fill a date, a number, an identifier or a flag."""
@@ -140,8 +150,3 @@ class Ties:
         if arg in self.numeric:
             return c.is_number
         return True
-
-
-def _depth(arg: str) -> int:
-    """How deeply a field of the flat view is nested (list items do not count): `body.start.dateTime` 2."""
-    return sum(1 for part in arg.split(".")[1:] if not part.isdigit())
