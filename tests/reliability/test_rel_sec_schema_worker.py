@@ -44,13 +44,18 @@ def chat(client: httpx.Client, body_schema: dict[str, Any]) -> httpx.Response:
 
 
 def compile_worker_pids(gateway: GatewayProcess) -> set[int]:
-    """The gateway's spawned compile workers, the one compiling and its warm spare (not multiprocessing's
-    resource tracker; no door worker runs in these tests: their bodies are small)."""
+    """The gateway's compile workers, the one compiling and its warm spare: forked by the forkserver the
+    gateway starts (serving/schema_guard.py `_worker_context`), or spawned where there is none. Not
+    the forkserver itself, nor multiprocessing's resource tracker; no door worker runs in these tests:
+    their bodies are small."""
     found = set()
-    for child in psutil.Process(gateway.proc.pid).children():
+    for child in psutil.Process(gateway.proc.pid).children(recursive=True):
         cmdline = " ".join(child.cmdline())
-        if "multiprocessing" in cmdline and "resource_tracker" not in cmdline:
-            found.add(int(child.pid))
+        if "multiprocessing" not in cmdline or "resource_tracker" in cmdline:
+            continue
+        if "forkserver" in cmdline and child.ppid() == gateway.proc.pid:
+            continue  # the forkserver: it only forks the workers
+        found.add(int(child.pid))
     assert found, "no compile worker is running"
     return found
 
