@@ -264,7 +264,10 @@ async def proposal_only(cases: Sequence[EvalCase], config: PlannerConfig, embedd
             rows.append(_static_row(case, None, "no_plan"))
             continue
         try:
-            plan = proposal_plan(selection, extract(case.request, TODAY), catalog, max_nodes=config.max_nodes)
+            values = extract(case.request, TODAY)
+            plan = proposal_plan(
+                selection, values, catalog, max_nodes=config.max_nodes, defaults=config.stages.defaults
+            )
         except FallbackError:
             plan = None
         rows.append(_static_row(case, plan, "fallback"))

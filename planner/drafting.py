@@ -152,7 +152,12 @@ def draft_args(
     upstream: Sequence[Upstream],
     preferred: dict[str, list[Any]] | None = None,
     step: str = "",
+    *,
+    defaults: bool = False,
 ) -> dict[str, Any]:
+    """The arguments the request's values, the earlier nodes' literals and references fill; a schema
+    default is written for a required argument, and for an optional one only with `defaults` (data sets
+    whose gold plans spell defaults out: planner.stages.defaults): otherwise the service's own applies."""
     preferred = preferred or {}
     required = set(tool.required)
     draft: dict[str, Any] = {}
@@ -168,7 +173,7 @@ def draft_args(
             hit = hit or next((c for c in values.strings() if str(c.value).lower() in enum), None)
             if hit is not None:
                 draft[arg] = enum[str(hit.value).lower()]
-            elif "default" in schema:
+            elif "default" in schema and (defaults or arg in required):
                 draft[arg] = schema["default"]
             continue
         for number, candidate in enumerate(values.candidates):
@@ -203,6 +208,6 @@ def draft_args(
             used_refs.add(value)
     for arg in tool.arg_names():
         schema = tool.properties.get(arg) or {}
-        if arg not in draft and "default" in schema and (arg in required or "enum" not in schema):
+        if arg not in draft and "default" in schema and (arg in required or (defaults and "enum" not in schema)):
             draft[arg] = schema["default"]
     return {arg: draft[arg] for arg in tool.arg_names() if arg in draft}

@@ -24,7 +24,9 @@ class FallbackError(PlanstackBaseError):
     """The rule-based planner has no plan either; the planner reports it inside `PlanningFailed`."""
 
 
-def proposal_plan(selection: Selection, values: RequestValues, catalog: ToolCatalog, *, max_nodes: int) -> Plan:
+def proposal_plan(
+    selection: Selection, values: RequestValues, catalog: ToolCatalog, *, max_nodes: int, defaults: bool = False
+) -> Plan:
     nodes: list[dict[str, Any]] = []
     upstream: list[Upstream] = []
     tools = selection.sequence[:max_nodes]
@@ -32,7 +34,8 @@ def proposal_plan(selection: Selection, values: RequestValues, catalog: ToolCata
         tool = catalog.get(name)
         step = selection.step_for(index, name, tools)
         span = (step.start, step.end) if step is not None else None
-        args = draft_args(tool, values, span, upstream, step=step.text if step is not None else values.text)
+        text = step.text if step is not None else values.text
+        args = draft_args(tool, values, span, upstream, step=text, defaults=defaults)
         missing = [arg for arg in tool.required if arg not in args]
         if missing and not upstream:
             continue

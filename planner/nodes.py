@@ -121,7 +121,11 @@ class NodeTurns:
         )
         shown = shown_values(req.values, tool.arg_names(), preferred, span)
         refs = reference_hints(text, tool.arg_names(), upstream)
-        draft = draft_args(tool, req.values, span, upstream, preferred, text) if stages.drafts else None
+        draft = (
+            draft_args(tool, req.values, span, upstream, preferred, text, defaults=stages.defaults)
+            if stages.drafts
+            else None
+        )
         if draft is not None and arguments is not None:
             draft = _with_options(draft, arguments)
         if draft is not None and self.plan_try.grounding not in ("grounded", "strict"):  # as the grammar writes refs

@@ -411,15 +411,21 @@ class PlannerService:
         plan = next((p for pack in req.packs if (p := pack.fallback_plan(req.text, req.catalog, today))), None)
         if plan is None:
             try:
-                plan = proposal_plan(req.selection, req.values, req.catalog, max_nodes=self.config.max_nodes)
+                plan = proposal_plan(
+                    req.selection,
+                    req.values,
+                    req.catalog,
+                    max_nodes=self.config.max_nodes,
+                    defaults=self.config.stages.defaults,
+                )
             except FallbackError as exc:
                 raise PlanningFailed(f"model path failed ({reason}); fallback: {exc}", attempts) from exc
         report = validator.validate(nest_plan(plan.model_dump(exclude_none=True), req.catalog))
         timings["fallback_s"] = time.perf_counter() - t0
-        if not report.ok:
+        if not report.ok or report.plan is None:
             raise PlanningFailed(f"model path failed ({reason}); fallback plan invalid: {report.error}", attempts)
         return PlanResult(
-            plan,
+            report.plan,  # nested back as the catalog declares its objects, as validated
             "fallback",
             attempts,
             report,

@@ -175,3 +175,19 @@ def test_digits_alone_after_phone_number_are_a_phone_number() -> None:
         ToolCatalog.from_openai([sms]).get("send_sms")
     )
     assert options["phone_number"].values == ("1234567890",) and options["phone_number"].missing is None
+
+
+def test_the_generic_fallback_returns_the_plan_nested_and_writes_no_optional_default() -> None:
+    flags = {"locked": {"type": "boolean", "default": False}, "visibility": {"type": "string",
+             "enum": ["default", "public"], "default": "default"}}  # fmt: skip
+    link = function("createPaymentLink", "Create a payment link.", {
+        "body": {**LINK["function"]["parameters"]["properties"]["body"], "properties": {
+            **LINK["function"]["parameters"]["properties"]["body"]["properties"], **flags}}}, ["body"])  # fmt: skip
+    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, max_retries=0)
+    svc = PlannerService.from_config(config, llm=FakePlannerLLM("{"), catalog=ToolCatalog.from_openai([link]),
+                                     embedder=EMBEDDER[0])  # fmt: skip
+    result = asyncio.run(svc.plan("Create a payment link for 150 EUR for order ORD-7", tenant="t", cache_salt="s"))
+    assert result.path == "fallback" and result.plan is not None
+    args = result.plan.node("n1").args
+    assert set(args) == {"body"} and args["body"]["amount"]["currency"] == "EUR"  # nested as declared
+    assert not set(args["body"]) & set(flags)  # the service's own defaults apply
