@@ -31,6 +31,7 @@ _PLACEHOLDER = {
     "email": "<email>",
     "url": "<url>",
     "phone": "<phone>",
+    "coordinates": "<point>",  # a written "lat,lng" pair (its latitude and longitude are inside it)
     "code": "<code>",
     "quoted": "<text>",
     "phrase": "<name>",

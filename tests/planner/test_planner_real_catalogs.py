@@ -284,6 +284,9 @@ def test_a_solved_plan_is_refilled_from_a_request_of_the_same_shape() -> None:
         assert carried[2]["currencyCode"] == "EUR"  # a constant of the structure the user chose
     assert template(extract(solved.request, TODAY)) == template(extract("Find flights from Oslo to Rome on "
                                                                         "May 1, 2027 for 4 adults", TODAY))  # fmt: skip
+    nearby = [template(extract(f"Find airports within 20 km of {point}.", TODAY)) for point in
+              ("40.7128,-74.0060", "48.8584, 2.2945")]  # fmt: skip
+    assert nearby[0] == nearby[1] and nearby[0].endswith("of <point>.")
 
 
 def test_the_tenants_corrected_plan_teaches_the_structure_and_its_arguments() -> None:
