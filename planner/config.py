@@ -93,6 +93,14 @@ class SelectionConfig(BaseModel):
         "identifiers use (`_code`, `_key`). Empty: only the majority rule (a tool whose required arguments are "
         "mostly another tool's outputs).",
     )
+    embed_without: frozenset[str] = Field(
+        default=frozenset(
+            {"quoted", "email", "url", "phone", "date", "datetime", "time", "number", "expression", "coordinates"}
+        ),
+        description="Value kinds (planner/values.py) left out of the request and its steps where they are compared "
+        "with the tools' texts: a value says which parameter takes it (the value-kind fit), not which tool the "
+        "request asks for. Empty: the request as written.",
+    )
     no_fit_below: float = Field(
         default=0.12,
         ge=-1,

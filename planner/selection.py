@@ -128,6 +128,33 @@ def _join_argument_steps(request: str, hints: list[StepHint], catalog: ToolCatal
     return out
 
 
+_SPELLED = {"number", "expression", "date", "datetime", "time"}  # "a single send", "tomorrow": words as well
+_EMPTY_QUOTES = re.compile(r"[\"'“‘「『]\s*[\"'”’」』]")  # the marks around a quoted value left out
+
+
+def without_values(text: str, offset: int, values: RequestValues, kinds: frozenset[str]) -> str:
+    """`text` (written at `offset` in the request) without the values of `kinds` written inside it: a
+    date, a number or an e-mail address says which parameter takes it (planner/fit.py `value_fit`), not
+    which tool the words ask for, and the embedding reads "cinemas near 48.8584,2.2945" farther from
+    "points of interest surrounding a given location" than "cinemas near". A number or date spelled in
+    words ("a single send", "tomorrow") stays: it is words too."""
+    spans = sorted(
+        (c.start - offset, c.end - offset)
+        for c in values.candidates
+        if c.written and c.kind in kinds and c.start >= offset and c.end - offset <= len(text)
+        and (c.kind not in _SPELLED or any(ch.isdigit() for ch in text[c.start - offset : c.end - offset]))
+    )
+    out, at = [], 0
+    for start, end in spans:
+        if start < at:
+            continue
+        out.append(text[at:start])
+        at = end
+    out.append(text[at:])
+    kept = _EMPTY_QUOTES.sub(" ", " ".join(part.strip() for part in out))
+    return re.sub(r"\s+", " ", kept).strip() or text  # a request of values alone is compared as written
+
+
 def tool_text(tool: ToolDef) -> str:
     words = re.sub(r"([a-z])([A-Z])", r"\1 \2", tool.name).replace("_", " ").replace(".", " ").replace("-", " ")
     return f"{words}: {tool.description}" if tool.description else words
@@ -154,11 +181,15 @@ class ToolSelector:
         steps = split_steps(request, (tool_verb(t.name) for t in catalog))
         texts = [tool_text(t) for t in catalog]
         lex = lexicon_for(request)  # a language the embedding model does not read is glossed in English
-        vectors = await self.embedder.aembed([lex.glossed(request), *[lex.glossed(s.text) for s in steps], *texts])
-        query, step_vectors, tool_vectors = vectors[0], vectors[1 : 1 + len(steps)], vectors[1 + len(steps) :]
-        per_step = step_vectors @ tool_vectors.T  # (steps, tools)
+        kinds = self.config.embed_without
+        read = [without_values(request, 0, values, kinds)]
+        read += [without_values(s.text, s.start, values, kinds) for s in steps]
+        vectors = await self.embedder.aembed([*(lex.glossed(text) for text in read), *texts])
+        tool_vectors = vectors[len(read) :]
+        cosines = vectors[: len(read)] @ tool_vectors.T  # (request + steps, tools)
+        per_step = cosines[1:].copy()  # (steps, tools)
         per_step += await asyncio.to_thread(_fit, request, values, steps, catalog)  # CPU off the event loop
-        whole = tool_vectors @ query
+        whole = cosines[0]
         best = np.maximum(whole, per_step.max(axis=0))
         names = catalog.names()
         order = list(np.argsort(-best, kind="stable"))

@@ -9,7 +9,7 @@ from typing import Any
 from planner.catalog import ToolCatalog
 from planner.config import SelectionConfig
 from planner.drafting import draft_args
-from planner.selection import ToolSelector
+from planner.selection import ToolSelector, without_values
 from planner.similarity import CachedEmbedder, HashingEmbedder
 from planner.upstream import Upstream
 from planner.values import extract
@@ -194,3 +194,28 @@ def test_a_step_that_only_names_an_earlier_result_gets_its_own_tool(minilm: Cach
         "Search flights from Shanghai to Hangzhou on June 1, then search flights from Hangzhou to Beijing on June 5."
     )
     assert proposal(trips) == ["search_flights", "search_flights"]
+
+
+def test_tools_are_compared_with_the_requests_words_not_its_values(minilm: CachedEmbedder) -> None:
+    """MiniLM: the coordinates, dates and quoted names a request writes say which parameter takes them,
+    not which tool it asks for; the words left choose the tool. A request of values alone is compared as
+    written."""
+    kinds = SelectionConfig().embed_without
+    request = "Show me 5 cinemas near 48.8584,2.2945 from 2027-03-01 for 'Weekend plans'."
+    values = extract(request, date(2026, 11, 30))
+    assert without_values(request, 0, values, kinds) == "Show me cinemas near from for ."
+    catalog = ToolCatalog.from_openai([
+        fn("localitiesNearby", "Nearby points of interest. Retrieve points of interest surrounding a given location.",
+           {"location": {"type": "string"}, "limit": {"type": "integer"}}, ["location"]),
+        fn("getTolls", "Tolls. Get tolls on a route between an origin and a destination.",
+           {"origin": {"type": "string"}, "destination": {"type": "string"}}, ["origin", "destination"]),
+    ])  # fmt: skip
+
+    def chosen(text: str, **config: Any) -> list[str]:
+        return asyncio.run(ToolSelector(minilm, SelectionConfig(**config)).select(text, catalog, limit=8)).sequence
+
+    assert chosen("Show me 5 cinemas near 48.8584,2.2945.") == ["localitiesNearby"]
+    assert chosen("Show me 5 cinemas near 48.8584,2.2945.", embed_without=frozenset()) == []  # as written: no fit
+    assert without_values("48.8584,2.2945", 0, extract("48.8584,2.2945", date(2026, 11, 30)), kinds) == "48.8584,2.2945"
+    spelled = "Unschedule the 'Black Friday teaser' single send tomorrow."  # words that are numbers and dates stay
+    assert without_values(spelled, 0, extract(spelled, date(2026, 11, 30)), kinds) == "Unschedule the single send tomorrow."
