@@ -128,7 +128,7 @@ def _join_argument_steps(request: str, hints: list[StepHint], catalog: ToolCatal
     return out
 
 
-_SPELLED = {"number", "expression", "date", "datetime", "time"}  # "a single send", "tomorrow": words as well
+_SPELLED = frozenset({"number", "expression", "date", "datetime", "time"})  # "a single send", "tomorrow": words as well
 _EMPTY_QUOTES = re.compile(r"[\"'“‘「『]\s*[\"'”’」』]")  # the marks around a quoted value left out
 
 

@@ -120,6 +120,8 @@ def _worker_context() -> Any:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(WORKER_PRELOAD)
     return context
+
+
 def _worker_main(conn: Connection, model_dir: str, backend: str) -> None:  # pragma: no cover - child
     """Load the vocabulary once, then compile schemas sent over `conn` until told to stop."""
     import os
