@@ -1,7 +1,10 @@
 """Turning prompts into a candidate plan with the engine: staged, one-shot or unconstrained.
 
 Staged: one call for the tool sequence (skipped when a skeleton or the proposal supplies it), then one
-call per node for its arguments, each under its own small grammar. A node cut off at its token budget
+call per node for its arguments, each under its own small grammar. A node whose grammar admits one
+value only (every argument already decided: planner/value_grammar.py `sole_value`) is written without
+the engine, and the decided arguments after a node's last open one are not decoded (`split_decided_tail`:
+decoding runs in the schema's order, so the model's choices are the same). A node cut off at its token budget
 inside a free string (a 135M model can repeat itself there) is asked again with that argument's free
 strings bounded (`bound_runaway`), once per argument it runs away in: each re-ask bounds one more, so the
 re-asks end. The engine client stops a stream that loops inside a string (planner/runaway.py) rather than
@@ -27,7 +30,7 @@ from planner.grammar import SchemaBuilder
 from planner.grammar_budget import max_tokens_for
 from planner.llm import Completion, Message, PlannerLLM
 from planner.prompts import PromptBook, compact
-from planner.value_grammar import JsonSchema, ValueContext
+from planner.value_grammar import JsonSchema, ValueContext, sole_value, split_decided_tail
 from planner.wrappers import unwrap_other
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
@@ -68,6 +71,8 @@ class Decoded:
     schemas: list[dict[str, Any] | None] = field(default_factory=list)
     raw_parts: list[str] = field(default_factory=list)
     tools_from: str = "model"  # model | skeleton | proposal
+    forced: int = 0  # calls answered without the engine: their schema admitted one value only
+    grammars: list[JsonSchema] = field(default_factory=list)  # each node's whole argument grammar, in order
 
     @property
     def raw_text(self) -> str:
@@ -178,7 +183,7 @@ class PlanDecoder:
                 text = compact({"tools": list(given_tools)})
                 out.tools_from = given_by
             else:
-                text = await self._call(
+                text, _ = await self._call(
                     out, conversation, self.schemas.tools_schema(catalog, allow_empty=allow_empty), cache_salt
                 )
             tools = parse_json_object(text).get("tools")
@@ -198,14 +203,17 @@ class PlanDecoder:
                     {"role": "assistant", "content": text},
                     {"role": "user", "content": prompt},
                 ]
-                schema = self.schemas.args_schema(catalog.get(name), turn.context)
-                text = await self._call(out, conversation, schema, cache_salt)
+                out.grammars.append(self.schemas.args_schema(catalog.get(name), turn.context))
+                schema, decided = split_decided_tail(out.grammars[-1])
+                text, finish = await self._call(out, conversation, schema, cache_salt)
                 for _ in schema.get("properties", {}):  # each re-ask bounds one more argument: this loop ends
-                    if out.calls[-1].finish_reason != "length" or (bounded := bound_runaway(schema, text)) is None:
+                    if finish != "length" or (bounded := bound_runaway(schema, text)) is None:
                         break
                     schema = bounded
-                    text = await self._call(out, conversation, schema, cache_salt)  # the same node, bounded
-                args = {k: v for k, v in unwrap_other(parse_json_object(text)).items() if v is not None}
+                    text, finish = await self._call(out, conversation, schema, cache_salt)  # the same node, bounded
+                written = {**parse_json_object(text), **decided}
+                text = compact(written) if decided else text
+                args = {k: v for k, v in unwrap_other(written).items() if v is not None}
                 nodes.append({"id": node_id, "tool": name, "args": args})
             out.candidate = {"nodes": nodes}
         except DecodeError as exc:
@@ -224,7 +232,7 @@ class PlanDecoder:
         elif grammar == "bare":
             schema = self.schemas.bare_plan_schema(catalog, self.config.max_nodes)
         try:
-            text = await self._call(out, messages, schema, cache_salt)
+            text, _ = await self._call(out, messages, schema, cache_salt)
             out.candidate = steps_to_plan(parse_json_object(text, lenient=schema is None).get("steps"))
         except DecodeError as exc:
             out.error = exc
@@ -232,7 +240,14 @@ class PlanDecoder:
 
     async def _call(
         self, out: Decoded, messages: list[Message], schema: dict[str, Any] | None, cache_salt: str | None
-    ) -> str:
+    ) -> tuple[str, str | None]:
+        """The call's text and finish reason. A schema that admits one value only is answered with that
+        value without the engine (finish reason "forced"): decoding it would spend its tokens for nothing."""
+        if schema is not None and (sole := sole_value(schema)) is not None:
+            text = compact(sole.value)
+            out.forced += 1
+            out.raw_parts.append(text)
+            return text, "forced"
         if schema is not None:
             max_tokens = max_tokens_for(schema, self.config.grammar, self.config.max_tokens_cap)
         else:
@@ -241,4 +256,4 @@ class PlanDecoder:
         out.calls.append(completion)
         out.schemas.append(schema)
         out.raw_parts.append(completion.text)
-        return completion.text
+        return completion.text, completion.finish_reason

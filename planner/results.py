@@ -34,12 +34,14 @@ class Attempt:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    calls: int = 0
+    calls: int = 0  # engine calls
+    forced: int = 0  # node calls answered without the engine: their grammar admitted one value only
     decode_s_per_token: float | None = None
     tools_from: str = "model"
     grounding: str = ""
     changes: list[str] = field(default_factory=list)
     call_timings: list[dict[str, Any]] = field(default_factory=list)
+    grammars: list[dict[str, Any]] = field(default_factory=list)  # each node's argument grammar, decoded or not
 
     @property
     def skeleton(self) -> bool:
@@ -47,7 +49,7 @@ class Attempt:
 
     def as_dict(self) -> dict[str, Any]:
         """Everything but the grammars themselves (kept for benchmarks, too large for API answers)."""
-        out = dict(self.__dict__)
+        out = {k: v for k, v in self.__dict__.items() if k != "grammars"}
         out["call_timings"] = [{k: v for k, v in t.items() if k != "schema"} for t in self.call_timings]
         return out
 

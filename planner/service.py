@@ -496,6 +496,8 @@ def _attempt(number: int, decoded: Decoded, plan_try: RetryPlan) -> Attempt:
         completion_tokens=decoded.completion_tokens,
         latency_s=round(decoded.latency_s, 4),
         calls=len(decoded.calls),
+        forced=decoded.forced,
+        grammars=decoded.grammars,
         decode_s_per_token=decoded.decode_s_per_token,
         tools_from=decoded.tools_from,
         grounding=plan_try.grounding,

@@ -255,6 +255,69 @@ def allows_null(schema: Mapping[str, Any]) -> bool:
     return any(allows_null(option) for option in schema.get("anyOf", []))
 
 
+@dataclass(frozen=True)
+class Sole:
+    """The one JSON value a schema admits."""
+
+    value: Any
+
+
+_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"})
+
+
+def sole_value(schema: Mapping[str, Any]) -> Sole | None:
+    """The value `schema` admits when it admits exactly one, read from its shape: a one-item `enum`, a
+    `const`, `{"type": "null"}`, a one-option `anyOf`, or a closed object whose every property is
+    required and itself sole. Decoding such a schema would only spend tokens on a forced output. None
+    when the shape allows a choice (or is one this reading does not cover)."""
+    keys = set(schema)
+    if keys == {"enum"} and isinstance(schema["enum"], list) and len(schema["enum"]) == 1:
+        return Sole(schema["enum"][0])
+    if keys == {"const"}:
+        return Sole(schema["const"])
+    if keys == {"type"} and schema["type"] == "null":
+        return Sole(None)
+    if keys == {"anyOf"} and isinstance(schema["anyOf"], list) and len(schema["anyOf"]) == 1:
+        return sole_value(schema["anyOf"][0])
+    if not keys <= _OBJECT_KEYS or schema.get("type") != "object" or schema.get("additionalProperties") is not False:
+        return None
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict) or set(schema.get("required", [])) != set(properties):
+        return None
+    value: dict[str, Any] = {}
+    for name, sub in properties.items():
+        sole = sole_value(sub) if isinstance(sub, Mapping) else None
+        if sole is None:
+            return None
+        value[name] = sole.value
+    return Sole(value)
+
+
+def split_decided_tail(schema: JsonSchema) -> tuple[JsonSchema, dict[str, Any]]:
+    """A closed object schema cut after its last property that leaves a choice, and the values of the
+    required properties after it, each of which admits one value only. Decoding runs left to right in
+    the schema's order, so the model makes the same choices without that tail: the tail's tokens are
+    not spent. Any other schema comes back whole, with no tail."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
+        return schema, {}
+    if not isinstance(properties, dict):
+        return schema, {}
+    required = schema.get("required", [])
+    kept = list(properties)
+    tail: dict[str, Any] = {}
+    while kept and kept[-1] in required and isinstance(sub := properties[kept[-1]], Mapping):
+        sole = sole_value(sub)
+        if sole is None:
+            break
+        tail[kept.pop()] = sole.value
+    if not tail:
+        return schema, {}
+    asked = {**schema, "properties": {name: properties[name] for name in kept}}
+    asked["required"] = [name for name in required if name in asked["properties"]]
+    return asked, dict(reversed(list(tail.items())))
+
+
 def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:
     kept = [o for o in options if o is not None]
     if not kept:

@@ -153,9 +153,10 @@ def test_a_body_argument_is_offered_field_by_field_and_the_plan_validates_nested
     catalog = ToolCatalog.from_openai([LINK])
     svc = PlannerService.from_config(config, llm=llm, catalog=catalog, embedder=EMBEDDER[0])
     result = asyncio.run(svc.plan("Create a payment link for 150 EUR for order ORD-7", tenant="t", cache_salt="s"))
-    offered = llm.history[0]["schema"]["properties"]
+    offered = result.attempts[0].grammars[0]["properties"]
     assert offered["body.amount.currency"] == {"enum": ["EUR"]} and offered["body.amount.value"] == {"enum": [15000]}
     assert result.path == "model" and result.plan is not None
+    assert not llm.history and result.attempts[0].forced == 1  # every field decided: written without the engine
     assert result.plan.node("n1").args == {
         "body": {"amount": {"currency": "EUR", "value": 15000}, "reference": "ORD-7"}
     }
@@ -183,7 +184,8 @@ def test_the_generic_fallback_returns_the_plan_nested_and_writes_no_optional_def
     link = function("createPaymentLink", "Create a payment link.", {
         "body": {**LINK["function"]["parameters"]["properties"]["body"], "properties": {
             **LINK["function"]["parameters"]["properties"]["body"]["properties"], **flags}}}, ["body"])  # fmt: skip
-    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, max_retries=0)
+    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, max_retries=0,
+                           tool_choice="model")  # the model's tool call is unreadable: the fallback plans  # fmt: skip
     svc = PlannerService.from_config(config, llm=FakePlannerLLM("{"), catalog=ToolCatalog.from_openai([link]),
                                      embedder=EMBEDDER[0])  # fmt: skip
     result = asyncio.run(svc.plan("Create a payment link for 150 EUR for order ORD-7", tenant="t", cache_salt="s"))

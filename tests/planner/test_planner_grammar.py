@@ -13,7 +13,7 @@ from planner.config import GrammarConfig
 from planner.grammar import SchemaBuilder
 from planner.grammar_budget import max_tokens_for, worst_case_chars
 from planner.upstream import Upstream
-from planner.value_grammar import ValueContext
+from planner.value_grammar import ValueContext, sole_value, split_decided_tail
 from planner.values import extract
 from planner.wrappers import unwrap_other
 from tests.planner.helpers import demo_catalog
@@ -207,3 +207,33 @@ def test_bare_and_one_shot_baseline_grammars() -> None:
     assert not accepts(bare, {"steps": [{"tool": "nope", "args": {}}]})
     rich = SchemaBuilder(GrammarConfig(), 3).plan_schema(catalog)
     assert not accepts(rich, {"steps": [{"tool": "get_weather", "args": {"anything": 1}}]})
+
+
+def closed(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    names = list(properties) if required is None else required
+    return {"type": "object", "properties": properties, "additionalProperties": False, "required": names}
+
+
+def test_a_schema_that_admits_one_value_is_read_without_decoding() -> None:
+    one = closed({"id": {"enum": ["$n1.id"]}, "flag": {"const": True}, "gone": {"type": "null"},
+                  "when": {"anyOf": [{"enum": ["2027-03-03"]}]}, "nested": closed({})})  # fmt: skip
+    sole = sole_value(one)
+    assert sole is not None and sole.value == {"id": "$n1.id", "flag": True, "gone": None, "when": "2027-03-03",
+                                               "nested": {}}  # fmt: skip
+    assert accepts(one, sole.value)
+    assert sole_value(closed({"id": {"enum": ["a", "b"]}})) is None  # a choice
+    assert sole_value(closed({"id": {"enum": ["a"]}}, required=[])) is None  # the model may leave it out
+    assert sole_value({**closed({"id": {"enum": ["a"]}}), "additionalProperties": True}) is None
+    assert sole_value({"type": "string"}) is None and sole_value({"enum": ["a"], "type": "integer"}) is None
+
+
+def test_the_decided_arguments_after_the_last_open_one_are_not_decoded() -> None:
+    schema = closed({"fixed": {"enum": [1]}, "open": {"enum": ["x", "y"]}, "id": {"enum": ["$n1.id"]},
+                     "optional": {"enum": [2]}, "last": {"const": "z"}}, required=["fixed", "open", "id", "last"])  # fmt: skip
+    asked, decided = split_decided_tail(schema)
+    assert list(asked["properties"]) == ["fixed", "open", "id", "optional"]  # cut after the last open or optional
+    assert asked["required"] == ["fixed", "open", "id"] and decided == {"last": "z"}
+    open_last = closed({"fixed": {"enum": [1]}, "open": {"type": "string"}})
+    assert split_decided_tail(open_last) == (open_last, {})  # nothing after the open one: sent whole
+    everything, tail = split_decided_tail(closed({"a": {"enum": [1]}, "b": {"enum": [2]}}))
+    assert everything["properties"] == {} and tail == {"a": 1, "b": 2} and sole_value(everything) is not None

@@ -104,7 +104,7 @@ def test_only_the_tenant_whose_history_it_is_gets_the_learned_grammar(minilm: An
         svc = PlannerService.from_config(config, llm=llm, catalog=CATALOG, demos=history, embedder=minilm)
         result = asyncio.run(svc.plan(request, tenant=tenant, cache_salt=f"salt-{tenant}", tools=TOOLS))
         assert result.path == "model"
-        return llm.history[2]["schema"]["properties"]["message"]
+        return result.attempts[0].grammars[1]["properties"]["message"]
 
     assert message_grammar("alice") == {"enum": ["$n1.code"]}
     other = message_grammar("bob")  # no history: request values, references and free text as usual

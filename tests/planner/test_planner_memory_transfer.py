@@ -56,12 +56,12 @@ def test_an_optional_constant_transfers_only_to_a_request_that_asks_for_nothing_
     ref = {"customerId": "$n1.customers.0.customerId"}
     same, llm = plan(minilm, "Invoice Initech 700 euros", {"query": "Initech"}, {**ref, "amount": 700})
     assert same.attempts[0].tools_from == "skeleton"
-    offered = llm.history[-1]["schema"]["properties"]
+    offered = same.attempts[0].grammars[-1]["properties"]
     assert offered["customerId"] == {"enum": ["$n1.customers.0.customerId"]}  # the data flow it was taught
     assert offered["sendEmail"] == {"enum": [True]}  # the user's choice, for a request of the same ask
 
     other, llm = plan(minilm, "Invoice ACME 1200 euros, due in 30 days", {"query": "ACME"}, {**ref, "amount": 1200})
     assert other.attempts[0].tools_from == "skeleton"
-    offered = llm.history[-1]["schema"]["properties"]
+    offered = other.attempts[0].grammars[-1]["properties"]
     assert offered["dueDays"] == {"enum": [30]}  # this request asks for a due date: its own evidence decides
     assert "sendEmail" not in offered  # so the demonstration's other choices are not written for it

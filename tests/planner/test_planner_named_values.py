@@ -177,9 +177,8 @@ def test_a_lookup_queried_through_a_filter_object_gets_the_filter_that_finds_the
     assert filter_object(FILTER) == {"field": "field", "operator": "operator", "value": "value"}
     assert filter_object({"type": "object", "properties": {"q": {"type": "string"}}}) is None
     assert filter_value(FILTER, "Globex", None) == {"field": "name", "operator": "=", "value": "Globex"}
-    llm = FakePlannerLLM()
-    plan(llm, "Update the phone of the contact jane@acme.io to +44 20 7946 0018", CRM)
-    query = llm.history[0]["schema"]["properties"]["query"]
+    result = plan(FakePlannerLLM(), "Update the phone of the contact jane@acme.io to +44 20 7946 0018", CRM)
+    query = result.attempts[0].grammars[0]["properties"]["query"]
     assert {"field": "email", "operator": "=", "value": "jane@acme.io"} in json.loads(json.dumps(query))["enum"]
 
 

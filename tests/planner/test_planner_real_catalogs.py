@@ -76,7 +76,7 @@ def test_flags_are_set_by_their_own_words_and_negations() -> None:
 def test_the_grammar_leaves_out_unsupported_optionals_and_closes_typed_values() -> None:
     llm = FakePlannerLLM('{"query": "ACME"}', '{"customerId": "$n1.customers.0.customerId", "amount": 1200}')
     result = plan(service(llm), "Invoice ACME 1200 euros, issued March 3, 2027", rc.CRM)
-    invoice = llm.history[1]["schema"]["properties"]
+    invoice = result.attempts[0].grammars[1]["properties"]
     assert set(invoice) == {"customerId", "amount", "currency", "issueDate"}
     assert invoice["issueDate"] == {"enum": ["2027-03-03"]}  # with evidence, an optional argument is written
     assert result.path == "model" and "notes" not in result.plan.node("n2").args
@@ -172,7 +172,7 @@ def test_a_past_date_the_user_wrote_is_reported_not_changed() -> None:
     result = asyncio.run(
         svc.plan("Find flights from New York to London on August 15, 2024", tenant="t", cache_salt="s")
     )
-    grammar = llm.history[0]["schema"]["properties"]
+    grammar = result.attempts[0].grammars[0]["properties"]
     assert "2024-08-15" in json.dumps(grammar["date"]) and "2027-08-15" not in json.dumps(grammar["date"])
     assert grammar["origin"]["anyOf"][0]["enum"][0] == "New York"  # "from X to Y" says which is which
     assert grammar["destination"]["anyOf"][0]["enum"][0] == "London"
@@ -307,9 +307,9 @@ def test_the_tenants_corrected_plan_teaches_the_structure_and_its_arguments() ->
                                   tools=rc.TRAVEL))  # fmt: skip
     assert result.path == "model" and result.attempts[0].tools_from == "skeleton"
     assert len(llm.history) == 3  # the skeleton gives the tools: one call per node
-    keyword = llm.history[0]["schema"]["properties"]["keyword"]
+    keyword = result.attempts[0].grammars[0]["properties"]["keyword"]
     assert keyword["anyOf"][0]["enum"][0] == "Paris"
-    offers = llm.history[2]["schema"]["properties"]
+    offers = result.attempts[0].grammars[2]["properties"]
     assert offers["originLocationCode"] == {"enum": ["$n1.data.0.iataCode"]}  # the skeleton's data flow
     assert offers["currencyCode"] == {"enum": ["EUR"]}  # written as it was taught
     assert offers["departureDate"]["enum"] == ["2027-06-09"] and offers["adults"]["anyOf"][0]["enum"][0] == 3
@@ -331,13 +331,13 @@ def test_a_chinese_request_plans_on_the_demo_domain() -> None:
     svc = PlannerService.from_config(PlannerConfig(today=TODAY), llm=llm, catalog=demo_catalog(), embedder=EMBEDDER[0])
     result = asyncio.run(svc.plan("查询6月20日从上海到杭州的航班，并查一下杭州当天的天气", tenant="t", cache_salt="s"))
     assert result.path == "model" and [n.tool for n in result.plan.nodes] == ["search_flights", "get_weather"]
-    first = llm.history[0]["schema"]["properties"]
+    first = result.attempts[0].grammars[0]["properties"]
     assert (
         first["origin"]["anyOf"][0]["enum"][0] == "Shanghai"
         and first["destination"]["anyOf"][0]["enum"][0] == "Hangzhou"
     )
     assert first["date"]["enum"] == ["2027-06-20"]
-    weather = llm.history[1]["schema"]["properties"]
+    weather = result.attempts[0].grammars[1]["properties"]
     assert weather["date"]["enum"] == ["2027-06-20"]  # "当天" (that day): the date of the step before
 
 

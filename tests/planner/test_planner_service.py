@@ -59,7 +59,8 @@ def test_proposed_tools_and_model_written_arguments() -> None:
     assert result.plan.node("n1").args == {"origin": "Shanghai", "destination": "Hangzhou", "date": "2027-06-20"}
     assert result.attempts[0].tools_from == "proposal" and result.attempts[0].calls == 2
     first = llm.history[0]
-    assert set(first["schema"]["properties"]) == {"origin", "destination", "date"}  # max_price: no evidence
+    assert set(result.attempts[0].grammars[0]["properties"]) == {"origin", "destination", "date"}  # no max_price
+    assert set(first["schema"]["properties"]) == {"origin", "destination"}  # the decided date is not decoded
     assert first["messages"][-1]["content"].startswith('n1 = search_flights for "Find flights from Shanghai')
     assert "Suggested:" in first["messages"][-1]["content"]  # the drafted arguments, as a hint
     assert all(call["salt"] == "salt-a" for call in llm.history)
@@ -79,11 +80,11 @@ def test_the_model_may_write_the_tool_sequence_itself() -> None:
 def test_a_retry_changes_what_failed() -> None:
     past = '{"city": "Hangzhou", "date": {"other": "2020-01-01"}}'
     llm = FakePlannerLLM(past, WEATHER)
-    result = run(service(llm), "Weather in Hangzhou on June 20?")
+    result = run(service(llm), "Weather in Hangzhou on June 20 or June 21?")
     assert result.path == "model_retry" and len(result.attempts) == 2
     assert result.attempts[0].error_layer == "rules" and "date_in_past" in (result.attempts[0].error or "")
     assert result.attempts[1].grounding == "hybrid" and any("excluded 1" in c for c in result.attempts[1].changes)
-    assert "2020-01-01" not in json.dumps(llm.history[1]["schema"]["properties"]["date"].get("anyOf", [{}])[0])
+    assert "2020-01-01" not in json.dumps(result.attempts[1].grammars[0]["properties"]["date"].get("anyOf", [{}])[0])
     assert "rejected" in llm.history[1]["messages"][-2]["content"] or "rejected" in llm.prompts[1]
 
 
@@ -94,7 +95,7 @@ def test_a_rejected_value_of_the_request_is_removed_and_the_grounding_kept() -> 
     result = run(service(llm), "Weather in Hangzhou, on 2020-01-01 or else on June 20?")
     assert result.path == "model_retry" and result.attempts[0].error_layer == "rules"
     assert [a.grounding for a in result.attempts] == ["grounded", "grounded"]
-    dates = json.dumps(llm.history[1]["schema"]["properties"]["date"])
+    dates = json.dumps(result.attempts[1].grammars[0]["properties"]["date"])
     assert "2027-06-20" in dates and "2020-01-01" not in dates
 
 
@@ -149,8 +150,8 @@ def test_years_survive_into_the_grammar_in_iso_form() -> None:
     """A date argument that declares no format takes ISO 8601; the year the request writes is kept."""
     tools = [user_tool("log_day", {"day": {"type": "string"}}, "Log a day")]
     llm = FakePlannerLLM('{"day": "2021-03-03"}')
-    run(service(llm), "Log the day March 3, 2021", tools=tools)
-    offered = json.dumps(llm.history[0]["schema"])
+    result = run(service(llm), "Log the day March 3, 2021", tools=tools)
+    offered = json.dumps(result.attempts[0].grammars[0])
     assert "2021-03-03" in offered and "2027-03-03" not in offered and "March 3, 2021" not in offered
 
 
