@@ -63,13 +63,22 @@ class Ties:
         cue = self._near_cue(c)
         score = 0.0
         verbs = self.lex.action_verbs | self.lex.mutating_verbs
-        for back, word in enumerate(reversed(cue[-3:])):
+        text = (kind := self.kinds.get(arg)) is not None and kind.kind == "text"
+        back = 0  # words between the word and the value; connectors and verbs do not count
+        for word in reversed(cue):  # ("name change to '王丽'", "the subject set to 'Hi'")
+            if back >= 3:
+                break
             if word in verbs and len(tokens) > 1:
                 continue  # the request's verb ("Add 'Review'") names no field `anyoneCanAddSelf`
+            if len(tokens) > 1 and text and self.lex.stem(word) in self.entity:
+                continue  # the thing the tool acts on ("an event 'Offsite'") names no text field `eventType`
             if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
                 score += max(w["cue_near"] - back, 1.0)
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
+                back += 1
+            elif word not in self.lex.stopwords and word not in verbs:
+                back += 1
         if roles and cue and role_match(cue[-1], tokens | around, self.lex):
             score += w["role"]
             holder = {t for t in name_tokens(parent.rpartition(".")[2]) if len(t) > 1} if parent else set()
@@ -94,9 +103,10 @@ class Ties:
         return any(w in self.lex.determiners for w in cue[-3:-1])
 
     def _near_cue(self, c: Candidate) -> list[str]:
-        """The words right before a value, back to the value written before it (at most 3)."""
+        """The words right before a value, back to the value written before it (at most 6: three words
+        and the connectors and verbs between them)."""
         if c.start < 0:
-            return c.cue.split()[-3:]
+            return c.cue.split()[-6:]
         before = [  # (a capitalised word may be the cue itself: "the HTML '<h1>Hi</h1>'")
             v.end
             for v in self.values.candidates
@@ -105,7 +115,7 @@ class Ties:
         since = max(before, default=0)
         segment = self.values.text[max(since, c.start - 48) : c.start]
         words = re.findall(r"[A-Za-z]+", lexicon_for(segment).glossed(segment))  # "主题“…”" → subject
-        return [word.lower() for word in words[-3:]]
+        return [word.lower() for word in words[-6:]]
 
     def cued(self, c: Candidate, arg: str, *, optional: bool = False, roles: bool = True) -> bool:
         """The value is tied to this argument at least as strongly as to any other of the tool's arguments

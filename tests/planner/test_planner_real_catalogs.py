@@ -65,6 +65,25 @@ def test_a_value_goes_to_the_argument_it_is_tied_to_most() -> None:
     assert options["status"].values == ("paid",)
 
 
+def test_connectors_and_verbs_between_a_name_and_its_value_do_not_weaken_the_tie() -> None:
+    text = {"type": "string"}
+    contacts = [rc.function("contacts_update", "Update a contact", {"id": text, "first_name": text,
+                            "last_name": text, "nickname": text}, ["id"])]  # fmt: skip
+    options = options_of(contacts, "contacts_update", "Set the first name to 'Min' and the last name to 'Zhao' for c-17")
+    first, last = options["first_name"].values, options["last_name"].values
+    assert "Min" in first and "Zhao" not in first and "Zhao" in last and "Min" not in last
+    options = options_of(contacts, "contacts_update", "把联系人 c-17 的名改成“敏”，姓改成“赵”。")  # 名 first, 姓 last name
+    assert options["first_name"].values == ("敏",) and options["last_name"].values == ("赵",)
+    assert not options["nickname"].supported
+
+
+def test_the_thing_a_tool_acts_on_names_no_text_field_named_after_it() -> None:
+    text = {"type": "string"}
+    events = [rc.function("events_insert", "Create an event", {"eventType": text, "summary": text}, [])]
+    options = options_of(events, "events_insert", "Put an all-day event 'Company offsite' on my calendar")
+    assert options["summary"].values == ("Company offsite",) and "Company offsite" not in options["eventType"].values
+
+
 def test_flags_are_set_by_their_own_words_and_negations() -> None:
     flights = options_of(rc.TRAVEL, "searchFlightOffers", "Non-stop business class flights from BOS to NRT")
     assert flights["nonStop"].values == (True,) and flights["travelClass"].values == ("BUSINESS",)
