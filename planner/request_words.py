@@ -1,6 +1,7 @@
 """What the request's words name: an enum option ("in euros" → `EUR`) or a boolean flag ("non-stop" → `nonStop`).
 
-Matched closely, by the words themselves (English endings for plurals, the lexicon's stems for flags):
+Matched closely, by the words themselves (English endings for plurals; the lexicon's stems for flags and
+for a one-word option, never through a naming word such as "named"):
 the evidence rules (planner/evidence.py) write such an argument only when the naming is clear.
 """
 
@@ -29,6 +30,10 @@ class RequestWords:
         wanted = [_singular(w) for w in words]
         if any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
             return True
+        if len(wanted) == 1 and len(wanted[0]) > 3:  # one word by its stem ("returned" → RETURN), never a naming
+            stem = self.lex.stem(wanted[0])  # word ("named" is no option `name`)
+            if any(self.lex.stem(w) == stem for w in said if w not in self.lex.naming_words):
+                return True
         code = option.lower()
         return (
             option.isupper()

@@ -84,6 +84,17 @@ def test_the_thing_a_tool_acts_on_names_no_text_field_named_after_it() -> None:
     assert options["summary"].values == ("Company offsite",) and "Company offsite" not in options["eventType"].values
 
 
+def test_an_enum_option_is_named_by_its_words_stem_but_not_by_a_naming_word() -> None:
+    reasons = {"type": "string", "enum": ["FRAUD", "CUSTOMER REQUEST", "RETURN", "DUPLICATE", "OTHER"]}
+    sort = {"type": "string", "enum": ["name", "date"]}
+    refund = [rc.function("refund", "Refund a payment", {"payment": {"type": "string"}, "reason": reasons,
+                          "sortBy": sort}, ["payment"])]  # fmt: skip
+    options = options_of(refund, "refund", "Refund payment P-1 because the customer returned the item")
+    assert options["reason"].values == ("RETURN",)
+    named = options_of(refund, "refund", "Refund the payment named 'P-1'")
+    assert not named["sortBy"].supported and not named["reason"].supported
+
+
 def test_flags_are_set_by_their_own_words_and_negations() -> None:
     flights = options_of(rc.TRAVEL, "searchFlightOffers", "Non-stop business class flights from BOS to NRT")
     assert flights["nonStop"].values == (True,) and flights["travelClass"].values == ("BUSINESS",)
