@@ -3,8 +3,8 @@
 Staged: one call for the tool sequence (skipped when a skeleton or the proposal supplies it), then one
 call per node for its arguments, each under its own small grammar. A node whose grammar admits one
 value only (every argument already decided: planner/value_grammar.py `sole_value`) is written without
-the engine, and the decided arguments after a node's last open one are not decoded (`split_decided_tail`:
-decoding runs in the schema's order, so the model's choices are the same). A node cut off at its token budget
+the engine; otherwise the model is asked for the node's open arguments only (`split_decided`). A node
+cut off at its token budget
 inside a free string (a 135M model can repeat itself there) is asked again with that argument's free
 strings bounded (`bound_runaway`), once per argument it runs away in: each re-ask bounds one more, so the
 re-asks end. The engine client stops a stream that loops inside a string (planner/runaway.py) rather than
@@ -30,7 +30,7 @@ from planner.grammar import SchemaBuilder
 from planner.grammar_budget import max_tokens_for
 from planner.llm import Completion, Message, PlannerLLM
 from planner.prompts import PromptBook, compact
-from planner.value_grammar import JsonSchema, ValueContext, sole_value, split_decided_tail
+from planner.value_grammar import JsonSchema, ValueContext, sole_value, split_decided
 from planner.wrappers import unwrap_other
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
@@ -204,7 +204,7 @@ class PlanDecoder:
                     {"role": "user", "content": prompt},
                 ]
                 out.grammars.append(self.schemas.args_schema(catalog.get(name), turn.context))
-                schema, decided = split_decided_tail(out.grammars[-1])
+                schema, decided = split_decided(out.grammars[-1])
                 text, finish = await self._call(out, conversation, schema, cache_salt)
                 for _ in schema.get("properties", {}):  # each re-ask bounds one more argument: this loop ends
                     if finish != "length" or (bounded := bound_runaway(schema, text)) is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from planner.argkinds import ordered_tokens
-from planner.lexicon import Lexicon
+from planner.lexicon import Lexicon, lexicon_for
 
 
 class RequestWords:
@@ -18,7 +18,8 @@ class RequestWords:
 
     def __init__(self, text: str, lex: Lexicon) -> None:
         self.lex = lex
-        self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
+        glossed = lexicon_for(text).glossed(text)  # a request in another language: its glossary's English words
+        self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", glossed)]
 
     def names_option(self, option: str) -> bool:
         """The request's words name an enum option: its words in a row (plurals allowed), or an upper-case
@@ -46,8 +47,9 @@ class RequestWords:
         """True when the request uses every distinctive word of a boolean's name ("non-stop" →
         `nonStop`), False when a negation comes right before them; None when it does not use them."""
         lex = self.lex
-        words = [w for w in ordered_tokens(arg) if w not in lex.flag_words and w not in lex.stopwords]
-        words = [w for w in words if w not in lex.action_verbs] or words
+        field = arg.rpartition(".")[2]  # a field of an object (planner/flat_args.py): by its own name
+        named = [w for w in ordered_tokens(field) if w not in lex.flag_words and w not in lex.stopwords]
+        words = [w for w in named if w not in lex.action_verbs] or named
         if not words:
             return None
         stems = [lex.stem(w) for w in self.words]
@@ -57,9 +59,15 @@ class RequestWords:
             if stem not in stems:
                 return None
             positions.append(stems.index(stem))
-        first = min(positions)
+        # the phrase starts at its verb when the request writes it there ("do not send notifications")
+        verbs = [i for w in named if w not in words and (i := _index(stems, lex.stem(w))) is not None]
+        first = min([p for p in verbs if min(positions) - 3 < p < min(positions)] + positions)
         before = set(self.words[max(0, first - 2) : first]) - set(words)
         return not bool(before & lex.negations)
+
+
+def _index(items: list[str], item: str) -> int | None:
+    return items.index(item) if item in items else None
 
 
 def _singular(word: str) -> str:

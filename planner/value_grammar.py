@@ -293,29 +293,25 @@ def sole_value(schema: Mapping[str, Any]) -> Sole | None:
     return Sole(value)
 
 
-def split_decided_tail(schema: JsonSchema) -> tuple[JsonSchema, dict[str, Any]]:
-    """A closed object schema cut after its last property that leaves a choice, and the values of the
-    required properties after it, each of which admits one value only. Decoding runs left to right in
-    the schema's order, so the model makes the same choices without that tail: the tail's tokens are
-    not spent. Any other schema comes back whole, with no tail."""
+def split_decided(schema: JsonSchema) -> tuple[JsonSchema, dict[str, Any]]:
+    """A closed object schema without its decided properties (required ones that admit one value only),
+    and their values. The model is asked for the open properties alone, in the schema's order: the
+    decided ones would only spend tokens on forced output. Any other schema comes back whole."""
     properties = schema.get("properties")
     if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
         return schema, {}
     if not isinstance(properties, dict):
         return schema, {}
     required = schema.get("required", [])
-    kept = list(properties)
-    tail: dict[str, Any] = {}
-    while kept and kept[-1] in required and isinstance(sub := properties[kept[-1]], Mapping):
-        sole = sole_value(sub)
-        if sole is None:
-            break
-        tail[kept.pop()] = sole.value
-    if not tail:
+    decided: dict[str, Any] = {}
+    for name, sub in properties.items():
+        if name in required and isinstance(sub, Mapping) and (sole := sole_value(sub)) is not None:
+            decided[name] = sole.value
+    if not decided:
         return schema, {}
-    asked = {**schema, "properties": {name: properties[name] for name in kept}}
-    asked["required"] = [name for name in required if name in asked["properties"]]
-    return asked, dict(reversed(list(tail.items())))
+    asked = {**schema, "properties": {n: sub for n, sub in properties.items() if n not in decided}}
+    asked["required"] = [name for name in required if name not in decided]
+    return asked, decided
 
 
 def _union(options: Sequence[JsonSchema | None]) -> JsonSchema | None:

@@ -13,7 +13,7 @@ from planner.config import GrammarConfig
 from planner.grammar import SchemaBuilder
 from planner.grammar_budget import max_tokens_for, worst_case_chars
 from planner.upstream import Upstream
-from planner.value_grammar import ValueContext, sole_value, split_decided_tail
+from planner.value_grammar import ValueContext, sole_value, split_decided
 from planner.values import extract
 from planner.wrappers import unwrap_other
 from tests.planner.helpers import demo_catalog
@@ -227,13 +227,13 @@ def test_a_schema_that_admits_one_value_is_read_without_decoding() -> None:
     assert sole_value({"type": "string"}) is None and sole_value({"enum": ["a"], "type": "integer"}) is None
 
 
-def test_the_decided_arguments_after_the_last_open_one_are_not_decoded() -> None:
+def test_the_model_is_asked_for_the_open_arguments_only() -> None:
     schema = closed({"fixed": {"enum": [1]}, "open": {"enum": ["x", "y"]}, "id": {"enum": ["$n1.id"]},
                      "optional": {"enum": [2]}, "last": {"const": "z"}}, required=["fixed", "open", "id", "last"])  # fmt: skip
-    asked, decided = split_decided_tail(schema)
-    assert list(asked["properties"]) == ["fixed", "open", "id", "optional"]  # cut after the last open or optional
-    assert asked["required"] == ["fixed", "open", "id"] and decided == {"last": "z"}
-    open_last = closed({"fixed": {"enum": [1]}, "open": {"type": "string"}})
-    assert split_decided_tail(open_last) == (open_last, {})  # nothing after the open one: sent whole
-    everything, tail = split_decided_tail(closed({"a": {"enum": [1]}, "b": {"enum": [2]}}))
-    assert everything["properties"] == {} and tail == {"a": 1, "b": 2} and sole_value(everything) is not None
+    asked, decided = split_decided(schema)
+    assert list(asked["properties"]) == ["open", "optional"]  # in order; an optional one may still be left out
+    assert asked["required"] == ["open"] and decided == {"fixed": 1, "id": "$n1.id", "last": "z"}
+    open_only = closed({"open": {"type": "string"}})
+    assert split_decided(open_only) == (open_only, {})  # nothing decided: sent whole
+    everything, values = split_decided(closed({"a": {"enum": [1]}, "b": {"enum": [2]}}))
+    assert everything["properties"] == {} and values == {"a": 1, "b": 2} and sole_value(everything) is not None

@@ -95,6 +95,17 @@ def test_an_enum_option_is_named_by_its_words_stem_but_not_by_a_naming_word() ->
     assert not named["sortBy"].supported and not named["reason"].supported
 
 
+def test_a_flag_inside_an_object_and_a_chinese_negation_are_read() -> None:
+    flag = {"type": "boolean"}
+    link = [rc.function("createLink", "Create a payment link", {"amount": {"type": "number"}, "body": {
+        "type": "object", "properties": {"reusable": flag}}, "sendNotifications": flag}, ["amount"])]  # fmt: skip
+    from planner.flat_args import flat_catalog
+
+    tool = flat_catalog(ToolCatalog.from_openai(link)).get("createLink")
+    options = NodeEvidence(extract("创建一个 299 元的支付链接，可以重复使用，不要发送通知。", TODAY), None, []).node(tool)
+    assert options["body.reusable"].values == (True,) and options["sendNotifications"].values == (False,)
+
+
 def test_flags_are_set_by_their_own_words_and_negations() -> None:
     flights = options_of(rc.TRAVEL, "searchFlightOffers", "Non-stop business class flights from BOS to NRT")
     assert flights["nonStop"].values == (True,) and flights["travelClass"].values == ("BUSINESS",)
@@ -117,8 +128,9 @@ def test_a_named_customer_is_looked_up_and_its_id_referenced() -> None:
     llm = FakePlannerLLM('{"query": "ACME"}', '{"customerId": "$n1.customers.0.customerId", "amount": 1200}')
     result = plan(service(llm), "Invoice ACME 1200 euros, issued March 3, 2027", rc.CRM)
     assert result.selection["proposed"] == ["searchCustomers", "createInvoice"]
-    assert json.dumps(llm.history[0]["schema"]["properties"]["query"]).find('"ACME"') >= 0
-    assert llm.history[1]["schema"]["properties"]["customerId"] == {"enum": ["$n1.customers.0.customerId"]}
+    grammars = result.attempts[0].grammars
+    assert json.dumps(grammars[0]["properties"]["query"]).find('"ACME"') >= 0
+    assert grammars[1]["properties"]["customerId"] == {"enum": ["$n1.customers.0.customerId"]}
     assert result.plan.node("n2").args["customerId"] == "$n1.customers.0.customerId"
     assert ("n1", "n2") in result.plan.edges()
 
@@ -127,7 +139,7 @@ def test_an_id_the_request_gives_needs_no_lookup() -> None:
     llm = FakePlannerLLM('{"customerId": "CUS-4711", "amount": 80}')
     result = plan(service(llm), "Invoice customer CUS-4711 for 80 euros", rc.CRM)
     assert result.selection["proposed"] == ["createInvoice"]
-    assert "CUS-4711" in json.dumps(llm.history[0]["schema"]["properties"]["customerId"])
+    assert "CUS-4711" in json.dumps(result.attempts[0].grammars[0]["properties"]["customerId"])
 
 
 @pytest.mark.parametrize("plain", [False, True], ids=["output schemas", "descriptions only"])

@@ -60,7 +60,7 @@ def test_proposed_tools_and_model_written_arguments() -> None:
     assert result.attempts[0].tools_from == "proposal" and result.attempts[0].calls == 2
     first = llm.history[0]
     assert set(result.attempts[0].grammars[0]["properties"]) == {"origin", "destination", "date"}  # no max_price
-    assert set(first["schema"]["properties"]) == {"origin", "destination"}  # the decided date is not decoded
+    assert set(first["schema"]["properties"]) == {"origin", "destination"}  # the decided date is not asked for
     assert first["messages"][-1]["content"].startswith('n1 = search_flights for "Find flights from Shanghai')
     assert "Suggested:" in first["messages"][-1]["content"]  # the drafted arguments, as a hint
     assert all(call["salt"] == "salt-a" for call in llm.history)
