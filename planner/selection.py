@@ -112,7 +112,9 @@ def _fit(request: str, values: RequestValues, steps: list[Step], catalog: ToolCa
     return name_fit(request, steps, catalog) + value_fit(values, steps, catalog)
 
 
-def _at_least_one(hints: list[StepHint], per_step: np.ndarray, names: list[str], allowed: ToolCatalog) -> list[StepHint]:
+def _at_least_one(
+    hints: list[StepHint], per_step: np.ndarray, names: list[str], allowed: ToolCatalog
+) -> list[StepHint]:
     """Whether anything fits is `no_fit_below`'s to say: when no step reaches `step_min`, the step that
     fits a tool best still gets that tool (a request on topic is not answered with an empty plan)."""
     if not hints or any(h.tool is not None for h in hints) or not per_step.size:
