@@ -13,6 +13,8 @@ written only with evidence, and left out otherwise (the service's default applie
   `includeArchived: false`);
 - an earlier node outputs a field named like it.
 
+An optional argument its schema marks deprecated is never written (its replacement is).
+
 Every argument, required or not, takes values of its kind (planner/argkinds.py) in its declared format:
 a date argument only dates (written as its schema or description declares: ISO 8601 by default, a date
 the request already writes in digits also as written), an identifier only id-shaped values or an earlier
@@ -160,6 +162,8 @@ class NodeEvidence:
         required = arg in tool.required if required is None else required
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
+        if not required and _deprecated(schema):  # its replacement is the one to write
+            return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False)
         # (an optional argument takes no same-named output: a filler more often than not)
         same = same_named_refs(self.upstream, arg, schema, self.lex) if required else ()
         if kind.is_date:
@@ -351,6 +355,14 @@ def _counterparts(a: str, b: str) -> bool:
     `timeMin` / `timeMax` (the two ends of one span)."""
     x, y = ordered_tokens(a), ordered_tokens(b)
     return len(x) == len(y) and sum(1 for i, j in zip(x, y, strict=True) if i != j) == 1
+
+
+def _deprecated(schema: Mapping[str, Any]) -> bool:
+    """The schema marks the argument deprecated (`deprecated: true`, or a description that opens with
+    "Deprecated", as OpenAPI documents and the importer write it)."""
+    description = schema.get("description")
+    opens = isinstance(description, str) and description.lstrip().lower().startswith("deprecated")
+    return schema.get("deprecated") is True or opens
 
 
 def missing_inputs(options: Mapping[str, ArgOptions]) -> dict[str, str]:

@@ -106,6 +106,17 @@ def test_a_flag_inside_an_object_and_a_chinese_negation_are_read() -> None:
     assert options["body.reusable"].values == (True,) and options["sendNotifications"].values == (False,)
 
 
+def test_a_deprecated_optional_argument_is_never_written() -> None:
+    flag = {"type": "boolean"}
+    tools = [rc.function("events_insert", "Create an event", {"summary": {"type": "string"},
+             "sendNotifications": {**flag, "description": "Deprecated. Please use sendUpdates instead."},
+             "notifyGuests": {**flag, "deprecated": True}, "sendUpdates": {"type": "string", "enum": ["all", "none"]}},
+             ["summary"])]  # fmt: skip
+    options = options_of(tools, "events_insert", "Add 'Review' and send notifications, notify guests, updates none")
+    assert not options["sendNotifications"].supported and not options["notifyGuests"].supported
+    assert options["sendUpdates"].values == ("none",)
+
+
 def test_flags_are_set_by_their_own_words_and_negations() -> None:
     flights = options_of(rc.TRAVEL, "searchFlightOffers", "Non-stop business class flights from BOS to NRT")
     assert flights["nonStop"].values == (True,) and flights["travelClass"].values == ("BUSINESS",)
