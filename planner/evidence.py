@@ -11,7 +11,7 @@ written only with evidence, and left out otherwise (the service's default applie
   mapping is clear (one option);
 - a boolean whose own words the request uses ("non-stop" → `nonStop: true`, "without archived" →
   `includeArchived: false`);
-- an earlier node outputs a field named like it.
+- an earlier node outputs a field named like it, or (an identifier) created or found the thing it names.
 
 An optional argument its schema marks deprecated is never written (its replacement is).
 
@@ -38,7 +38,7 @@ from planner.lookups import description_keywords, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
 from planner.ties import Ties
-from planner.upstream import Upstream, could_supply, same_named_refs
+from planner.upstream import Upstream, could_supply, entity_id_refs, same_named_refs
 from planner.value_shapes import fits_type, named_only, number_of, numeric, shape, shaped_as
 from planner.values import Candidate, RequestValues
 
@@ -164,8 +164,11 @@ class NodeEvidence:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
         if not required and _deprecated(schema):  # its replacement is the one to write
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False)
-        # (an optional argument takes no same-named output: a filler more often than not)
+        # (an optional argument takes no same-named output: a filler more often than not; only the id of the
+        # thing an earlier node created or found, when the argument names that thing: `segment_id`)
         same = same_named_refs(self.upstream, arg, schema, self.lex) if required else ()
+        if not required and kind.is_identifier:
+            same = entity_id_refs(self.upstream, arg, self.lex)
         if kind.is_date:
             return self._date(arg, kind, required, same)
         if kind.kind == "enum":

@@ -14,6 +14,7 @@ from typing import Any
 from planner.argkinds import ArgKind, ordered_tokens
 from planner.catalog import ToolDef
 from planner.lexicon import Lexicon
+from planner.lookups import entity_words, nouns
 
 _COMPATIBLE = {
     "number": {"number", "integer", ""},
@@ -51,6 +52,23 @@ def same_named_refs(upstream: Sequence[Upstream], arg: str, schema: dict[str, An
             if tuple(lex.stem(w) for w in ordered_tokens(leaf)) == wanted and fits(field_kind, kind):
                 refs.append(f"${up.node_id}.{path}")
     return tuple(refs)
+
+
+def entity_id_refs(upstream: Sequence[Upstream], arg: str, lex: Lexicon) -> tuple[str, ...]:
+    """The identifier an earlier node outputs for the thing an identifier argument names: `segment_id`
+    takes `$n1.id` after `segments_create` (the first such node: the one that creates or finds the thing;
+    a later one acting on it outputs the same id). Empty when no earlier node acts on that thing."""
+    words = entity_words(arg, lex)
+    if not words or words == ordered_tokens(arg):
+        return ()  # not named as an identifier of something
+    wanted = {lex.stem(w) for w in words}
+    for up in upstream:
+        if not wanted <= {lex.stem(w) for w in nouns(up.tool.name, lex)}:
+            continue
+        ids = [path for path, _ in up.tool.output_fields if "." not in path and path.lower() in lex.identifier_words]
+        if ids:
+            return (f"${up.node_id}.{ids[0]}",)
+    return ()
 
 
 def could_supply(upstream: Sequence[Upstream], kind: ArgKind, arg: str, lex: Lexicon) -> bool:

@@ -117,6 +117,22 @@ def test_a_deprecated_optional_argument_is_never_written() -> None:
     assert options["sendUpdates"].values == ("none",)
 
 
+def test_an_optional_id_of_the_thing_an_earlier_node_created_references_it() -> None:
+    text = {"type": "string"}
+    out = {"type": "object", "properties": {"id": text, "name": text}}
+    tools = [
+        rc.function("segments_create", "Create a segment", {"name": text}, ["name"], out),
+        rc.function("broadcasts_create", "Create a broadcast", {"segment_id": text, "audience_id": text,
+                    "subject": text}, ["subject"], out),  # fmt: skip
+    ]
+    created = Upstream("n1", ToolCatalog.from_openai(tools).get("segments_create"))
+    request = "Create a segment 'VIP' and draft a broadcast to it with subject 'Hi'"
+    options = options_of(tools, "broadcasts_create", request, [created])
+    assert options["segment_id"].refs == ("$n1.id",) and options["segment_id"].supported
+    assert not options["audience_id"].supported  # an id of another thing: left out
+    assert not options_of(tools, "broadcasts_create", request)["segment_id"].supported  # nothing created it
+
+
 def test_flags_are_set_by_their_own_words_and_negations() -> None:
     flights = options_of(rc.TRAVEL, "searchFlightOffers", "Non-stop business class flights from BOS to NRT")
     assert flights["nonStop"].values == (True,) and flights["travelClass"].values == ("BUSINESS",)
