@@ -14,8 +14,7 @@
    identifier the request only names ("invoice ACME": `customerId`) gets the lookup that returns it
    (planner/lookups.py: output schemas in any naming style, else descriptions), found in the whole
    catalog; the lookup joins the shortlist.
-4. When no step reaches `no_fit_below`, nothing in the catalog fits the request; otherwise, when no step
-   reaches `step_min`, the step that fits a tool best gets that tool.
+4. When no step reaches `no_fit_below`, nothing in the catalog fits the request.
 
 The proposal is shown to the model as a hint (it still decides; the grammar allows every shortlisted
 tool and any plan length) and is what the generic fallback planner plans with.
@@ -112,22 +111,6 @@ def _fit(request: str, values: RequestValues, steps: list[Step], catalog: ToolCa
     return name_fit(request, steps, catalog) + value_fit(values, steps, catalog)
 
 
-def _at_least_one(
-    hints: list[StepHint], per_step: np.ndarray, names: list[str], allowed: ToolCatalog
-) -> list[StepHint]:
-    """Whether anything fits is `no_fit_below`'s to say: when no step reaches `step_min`, the step that
-    fits a tool best still gets that tool (a request on topic is not answered with an empty plan)."""
-    if not hints or any(h.tool is not None for h in hints) or not per_step.size:
-        return hints
-    usable = [j for j, name in enumerate(names) if name in allowed]
-    if not usable:
-        return hints
-    i, j = max(((i, j) for i in range(len(hints)) for j in usable), key=lambda ij: per_step[ij])
-    out = list(hints)
-    out[i] = StepHint(hints[i].step, names[j], float(per_step[i, j]))
-    return out
-
-
 def _join_argument_steps(request: str, hints: list[StepHint], catalog: ToolCatalog) -> list[StepHint]:
     """A step given the same tool as the step before it (tool-less steps between), that writes one of that
     tool's parameter names, gives that call another argument ("…, and add priya@example.com as an
@@ -214,8 +197,6 @@ class ToolSelector:
         shortlist = catalog if len(catalog) <= limit else catalog.subset([names[i] for i in keep])
         steps, per_step = self._merge_implicit(steps, per_step, names)
         hints = self._hints(steps, per_step, names, set(shortlist.names()))
-        if float(best.max(initial=0.0)) >= self.config.no_fit_below:
-            hints = _at_least_one(hints, per_step, names, shortlist)
         if self.config.repeat_mask:
             hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
         hints = _join_argument_steps(request, hints, catalog)
