@@ -4,12 +4,11 @@ Staged: one call for the tool sequence (skipped when a skeleton or the proposal 
 call per node for its arguments, each under its own small grammar. A node whose grammar admits one
 value only (every argument already decided: planner/value_grammar.py `sole_value`) is written without
 the engine; otherwise the model is asked for the node's open arguments only (`split_decided`). A node
-cut off at its token budget
-inside a free string (a 135M model can repeat itself there) is asked again with that argument's free
-strings bounded (`bound_runaway`), once per argument it runs away in: each re-ask bounds one more, so the
-re-asks end. The engine client stops a stream that loops inside a string (planner/runaway.py) rather than
-letting it run to the node's token budget. Every call
-extends the same conversation, so each prompt is the previous one plus two turns and the engine's prefix
+cut off at its token budget inside a free string (a 135M model can repeat itself there) is asked again
+with that argument's free strings bounded (`bound_runaway`), once per argument it runs away in: each
+re-ask bounds one more, so the re-asks end. The engine client stops a stream that loops inside a string
+(planner/runaway.py) rather than letting it run to the node's token budget. Every call extends the same
+conversation, so each prompt is the previous one plus two turns and the engine's prefix
 cache (salted per tenant) serves the shared part. What a node may be filled with (request values, references, the
 step it came from) is decided by the caller's `NodeContext` function: this module only talks to the
 engine and parses what comes back.
