@@ -9,14 +9,20 @@ plan with no node is no plan.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from contract.errors import PlanstackBaseError
 from contract.plan import Plan
 from planner.catalog import ToolCatalog
+from planner.config import PlannerConfig
 from planner.drafting import draft_args
+from planner.flat_args import nest_plan
+from planner.nodes import PreparedRequest
+from planner.results import Attempt, PlanningFailed, PlanResult
 from planner.selection import Selection
 from planner.upstream import Upstream
+from planner.validation import PlanValidator
 from planner.values import RequestValues
 
 
@@ -47,3 +53,43 @@ def proposal_plan(
     if not nodes:
         raise FallbackError(f"no proposed tool could be filled from the request (proposal: {tools or 'none'})")
     return Plan.model_validate({"nodes": nodes})
+
+
+def fallback_result(
+    req: PreparedRequest,
+    validator: PlanValidator,
+    config: PlannerConfig,
+    attempts: list[Attempt],
+    timings: dict[str, float],
+    reason: str,
+    described: dict[str, Any],
+) -> PlanResult:
+    """After the model path failed (`reason`): an applicable pack's rule-based plan, else the proposal's,
+    validated like the model's; `PlanningFailed` (with every attempt) when there is none or it is invalid."""
+    if not config.fallback_enabled:
+        raise PlanningFailed(f"model path failed: {reason}", attempts)
+    t0 = time.perf_counter()
+    today = config.effective_today()
+    plan = next((p for pack in req.packs if (p := pack.fallback_plan(req.text, req.catalog, today))), None)
+    if plan is None:
+        try:
+            plan = proposal_plan(
+                req.selection, req.values, req.catalog, max_nodes=config.max_nodes, defaults=config.stages.defaults
+            )
+        except FallbackError as exc:
+            raise PlanningFailed(f"model path failed ({reason}); fallback: {exc}", attempts) from exc
+    report = validator.validate(nest_plan(plan.model_dump(exclude_none=True), req.catalog))
+    timings["fallback_s"] = time.perf_counter() - t0
+    if not report.ok or report.plan is None:
+        raise PlanningFailed(f"model path failed ({reason}); fallback plan invalid: {report.error}", attempts)
+    return PlanResult(
+        report.plan,  # nested back as the catalog declares its objects, as validated
+        "fallback",
+        attempts,
+        report,
+        timings,
+        fallback_reason=reason,
+        catalog_hash=req.catalog.hash,
+        selection=described,
+        packs=[p.name for p in req.packs],
+    )

@@ -9,7 +9,6 @@ lists the required values no node can fill (`missing`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,14 +30,9 @@ from planner.retries import RetryPlan
 from planner.selection import Selection
 from planner.upstream import Upstream
 from planner.value_grammar import ValueContext
+from planner.value_shapes import written_shape
 from planner.values import RequestValues, rank
 from planner.wrappers import wrap_reference
-
-_SHAPES = {
-    "email": re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
-    "url": re.compile(r"(?:https?://|www\.)\S+"),
-    "phone": re.compile(r"\+?[\d\s().-]{7,20}"),
-}
 
 
 @dataclass
@@ -207,7 +201,7 @@ class NodeTurns:
             return {}
         schema = tool.properties.get(query)
         if filter_object(schema) is not None:
-            return {query: tuple(filter_value(schema, seed, _shape(seed)) for seed in seeds)}
+            return {query: tuple(filter_value(schema, seed, written_shape(seed)) for seed in seeds)}
         return {query: seeds}
 
     def missing(self, tools: Sequence[str]) -> list[MissingInput]:
@@ -275,7 +269,7 @@ def query_argument(tool: ToolDef, seed: str) -> str | None:
     required = [a for a in strings if a in tool.required and classify(a, tool.properties.get(a)).kind == "text"]
     if required:
         return required[0]
-    shape = _shape(seed)
+    shape = written_shape(seed)
     for arg in strings:
         if shape is not None and classify(arg, tool.properties.get(arg)).kind == shape:
             return arg
@@ -287,11 +281,6 @@ def query_argument(tool: ToolDef, seed: str) -> str | None:
             ):
                 return arg
     return None  # nothing to query by: the lookup lists, and its first result is taken
-
-
-def _shape(seed: str) -> str | None:
-    """ "email", "url" or "phone" when the seed is written as one."""
-    return next((k for k in ("email", "url", "phone") if _SHAPES[k].fullmatch(seed)), None)
 
 
 def _same_type(value: Any, values: Sequence[Any]) -> bool:

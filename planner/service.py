@@ -18,16 +18,17 @@ from typing import Any
 
 from contract.demonstrations import Demonstration, DemonstrationSource
 from contract.plan import Plan
+from planner.answers import attempt_record, needs_input_result, refused_own_values
 from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
 from planner.config import Grounding, PlannerConfig
 from planner.dataflow import LearnedRule, References, learn_references
 from planner.decoding import Decoded, PlanDecoder
 from planner.demos import EmbeddingDemonstrations, choose_skeleton, usable
-from planner.fallback import FallbackError, proposal_plan
+from planner.fallback import fallback_result
 from planner.flat_args import flat_catalog, flat_demo, nest_plan
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
-from planner.nodes import MissingInput, NodeTurns, PreparedRequest
+from planner.nodes import NodeTurns, PreparedRequest
 from planner.packs import DomainPack, load_packs
 from planner.prompts import COMPACT_LEVELS, PromptBook, example_turns, prompt_chars
 from planner.results import Attempt, InvalidPlanningRequest, Path_, PlanningFailed, PlanResult
@@ -37,10 +38,9 @@ from planner.selection import ToolSelector
 from planner.similarity import CachedEmbedder, HashingEmbedder, TextEmbedder
 from planner.transfer import carry_values, template
 from planner.validation import PlanValidator, ValidationReport
-from planner.values import RequestValues, extract
+from planner.values import extract
 
 NODE_TURN_CHARS = 650  # a node's prompt (step, values, earlier outputs, draft) and answer, measured on NESTFUL
-_ONE_VALUE_RULES = frozenset(("date_in_past", "below_min", "above_max"))  # rule issues about one value alone
 
 
 class PlannerService:
@@ -213,7 +213,7 @@ class PlannerService:
             given, _ = NodeTurns(req, self.config, RetryPlan(self.config.grounding), None).tools_given()
             missing = NodeTurns(req, self.config, RetryPlan(self.config.grounding), None).missing(given or [])
             if missing:
-                return _needs_input(req, missing, [], timings, described, pack_names)
+                return needs_input_result(req, missing, [], timings, described, pack_names)
         validator = self.validator(catalog)
         attempts: list[Attempt] = []
         plan_try = RetryPlan(self.config.grounding)
@@ -229,7 +229,7 @@ class PlannerService:
                 plan_try = plan_try.after_refusal(str(exc))
                 continue
             decode_s += time.perf_counter() - t1
-            attempt = _attempt(number, decoded, plan_try)
+            attempt = attempt_record(number, decoded, plan_try)
             attempts.append(attempt)
             if decoded.empty:
                 timings.update(decode_s=decode_s)
@@ -257,15 +257,15 @@ class PlannerService:
             error = report.error
             attempt.error = error.feedback() if error else "invalid plan"
             attempt.error_layer = error.layer if error else None
-            refused = _refused_own_values(candidate, report, req.values)
+            refused = refused_own_values(candidate, report, req.values)
             if refused and self.config.stages.needs_input:  # never silently change what the user wrote
                 timings.update(decode_s=decode_s, validate_s=validate_s)
-                return _needs_input(req, refused, attempts, timings, described, pack_names)
+                return needs_input_result(req, refused, attempts, timings, described, pack_names)
             repair = self.prompts.repair(json.dumps(decoded.candidate), error.feedback() if error else "")
             plan_try = plan_try.after_invalid_plan(decoded.candidate or {}, report, req.values, repair)
         timings.update(decode_s=decode_s, validate_s=validate_s)
         last_error = attempts[-1].error if attempts else "no attempt"
-        return self._fallback(req, validator, attempts, timings, last_error or "unknown", described)
+        return fallback_result(req, validator, self.config, attempts, timings, last_error or "unknown", described)
 
     async def _decode(self, req: PreparedRequest, plan_try: RetryPlan, cache_salt: str | None, extra: str) -> Decoded:
         config = self.config
@@ -394,125 +394,6 @@ class PlannerService:
             replace(d, score=round(max(d.score, float(score)), 4)) for d, score in zip(demos, scores, strict=True)
         ]
         return sorted(rescored, key=lambda d: -d.score)
-
-    def _fallback(
-        self,
-        req: PreparedRequest,
-        validator: PlanValidator,
-        attempts: list[Attempt],
-        timings: dict[str, float],
-        reason: str,
-        described: dict[str, Any],
-    ) -> PlanResult:
-        if not self.config.fallback_enabled:
-            raise PlanningFailed(f"model path failed: {reason}", attempts)
-        t0 = time.perf_counter()
-        today = self.config.effective_today()
-        plan = next((p for pack in req.packs if (p := pack.fallback_plan(req.text, req.catalog, today))), None)
-        if plan is None:
-            try:
-                plan = proposal_plan(
-                    req.selection,
-                    req.values,
-                    req.catalog,
-                    max_nodes=self.config.max_nodes,
-                    defaults=self.config.stages.defaults,
-                )
-            except FallbackError as exc:
-                raise PlanningFailed(f"model path failed ({reason}); fallback: {exc}", attempts) from exc
-        report = validator.validate(nest_plan(plan.model_dump(exclude_none=True), req.catalog))
-        timings["fallback_s"] = time.perf_counter() - t0
-        if not report.ok or report.plan is None:
-            raise PlanningFailed(f"model path failed ({reason}); fallback plan invalid: {report.error}", attempts)
-        return PlanResult(
-            report.plan,  # nested back as the catalog declares its objects, as validated
-            "fallback",
-            attempts,
-            report,
-            timings,
-            fallback_reason=reason,
-            catalog_hash=req.catalog.hash,
-            selection=described,
-            packs=[p.name for p in req.packs],
-        )
-
-
-def _needs_input(
-    req: PreparedRequest,
-    missing: list[MissingInput],
-    attempts: list[Attempt],
-    timings: dict[str, float],
-    described: dict[str, Any],
-    packs: list[str],
-) -> PlanResult:
-    reason = "the request does not give " + "; ".join(f"{m.tool}.{m.argument} ({m.reason})" for m in missing[:8])
-    return PlanResult(
-        None,
-        "needs_input",
-        attempts,
-        None,
-        timings,
-        None,
-        req.catalog.hash,
-        reason,
-        described,
-        packs,
-        missing=[m.as_dict() for m in missing],
-    )
-
-
-def _refused_own_values(
-    candidate: dict[str, Any], report: ValidationReport, values: RequestValues
-) -> list[MissingInput]:
-    """Business-rule issues that refuse a value the request itself wrote (a past date with its year, an
-    amount over a limit): the user must change it, the planner must not. Empty unless every issue is one."""
-    error = report.error
-    if error is None or error.layer != "rules" or not error.issues:
-        return []
-    if any(issue.code not in _ONE_VALUE_RULES for issue in error.issues):
-        return []  # a rule over two values (an order of dates): another of the request's values may be right
-    own = {json.dumps(c.value): c for c in values.candidates if c.kind != "ngram"}
-    nodes = {n.get("id"): n for n in candidate.get("nodes", []) if isinstance(n, dict)}
-    out: list[MissingInput] = []
-    for issue in error.issues:
-        node = nodes.get(issue.node or "")
-        arg = (issue.path or "").split(".")[0]
-        if node is None or arg not in node.get("args", {}) or json.dumps(node["args"][arg]) not in own:
-            return []
-        refused = own[json.dumps(node["args"][arg])]
-        if any(c.kind == refused.kind and c.iso != refused.iso and c.value != refused.value for c in own.values()):
-            return []  # the request offers another value of this kind: a retry may take it
-        out.append(
-            MissingInput(str(node["id"]), str(node["tool"]), arg, f"the request's value is refused: {issue.message}")
-        )
-    return out
-
-
-def _attempt(number: int, decoded: Decoded, plan_try: RetryPlan) -> Attempt:
-    return Attempt(
-        number=number,
-        raw_text=decoded.raw_text,
-        prompt_tokens=decoded.prompt_tokens,
-        completion_tokens=decoded.completion_tokens,
-        latency_s=round(decoded.latency_s, 4),
-        calls=len(decoded.calls),
-        forced=decoded.forced,
-        grammars=decoded.grammars,
-        decode_s_per_token=decoded.decode_s_per_token,
-        tools_from=decoded.tools_from,
-        grounding=plan_try.grounding,
-        changes=list(plan_try.changes),
-        call_timings=[
-            {
-                "ttft_s": c.ttft_s,
-                "latency_s": round(c.latency_s, 4),
-                "prompt_tokens": c.prompt_tokens,
-                "completion_tokens": c.completion_tokens,
-                "schema": schema,
-            }
-            for c, schema in zip(decoded.calls, decoded.schemas, strict=True)
-        ],
-    )
 
 
 __all__ = [

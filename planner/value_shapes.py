@@ -32,12 +32,19 @@ def shape(c: Candidate) -> str:
     if c.is_number:
         return "number"
     text = str(c.value).strip() if c.is_string else ""
-    for kind, pattern in _SHAPES:
-        if pattern.fullmatch(text) and (kind != "phone" or sum(ch.isdigit() for ch in text) >= 7):
-            return kind
+    if written := written_shape(text):
+        return written
     if c.kind == "quoted" and " " not in text and any(ch.isdigit() for ch in text):
         return "code"
     return c.kind
+
+
+def written_shape(text: str) -> str | None:
+    """ "email", "url" or "phone" when the text is written as one (a phone number has 7 digits at least)."""
+    for kind, pattern in _SHAPES:
+        if pattern.fullmatch(text) and (kind != "phone" or sum(ch.isdigit() for ch in text) >= 7):
+            return kind
+    return None
 
 
 def shaped_as(c: Candidate, kind: ArgKind) -> bool:
