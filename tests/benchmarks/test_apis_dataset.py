@@ -23,7 +23,7 @@ try:
 except apis.DocumentsMissing as missing:
     pytest.skip(str(missing), allow_module_level=True)
 
-pytestmark = pytest.mark.slow  # imports nine real documents (about a minute on two shared cores)
+pytestmark = pytest.mark.slow  # imports twelve real documents (about a minute on two shared cores)
 CASES = apis.load_cases()
 MANIFEST = apis.manifest()
 _WORD = re.compile(r"\w+")
