@@ -22,7 +22,11 @@ from planner.lexicon import Lexicon
 
 ISO_DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w:])")
 SLASH_DATE = re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b")
-TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*[AaPp]\.?[Mm]\b\.?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+# a clock: bounded by what is not a digit (or a letter, for "3pm"), not by \b, which does not fall between
+# a digit and a CJK character ("4月8日15:00到16:00")
+TIME = re.compile(
+    r"(?<![\w.:])(?<![\d])\d{1,2}(?::\d{2})?\s*[AaPp]\.?[Mm](?![A-Za-z])\.?|(?<![\d.:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])"
+)
 _ORD = r"(?:st|nd|rd|th)?"
 _TOKENS = re.compile(r"YYYY|YY|MMMM|MMM|MM|M|DD|D|HH|hh|mm|ss", re.I)
 _DESCRIBED = re.compile(r"\b(?:YYYY|YY|DD|MM)(?:[-/. ]?(?:YYYY|YY|MM|DD|M|D))+(?:[T ]HH(?::mm(?::ss)?)?)?\b")
@@ -217,16 +221,33 @@ class DateFormat:
         return _TOKENS.sub(token, layout)
 
 
-def stated_zone(text: str, lex: Lexicon) -> str:
-    """The UTC offset a request states: "UTC"/"GMT" → "Z", "UTC+08:00" → "+08:00"; "" when none."""
+def _zone_pattern(lex: Lexicon) -> re.Pattern[str]:
+    """A stated UTC offset: a zone word with or without an offset ("UTC", "GMT-5", "UTC+08:00"), or an offset
+    right after a clock, bracketed or not ("23:59 (+01:00)", "10:00+02:00")."""
     zones = "|".join(sorted(lex.zone_words)) or "(?!)"
-    m = re.search(rf"\b(?:{zones})\s*([+-]\d{{1,2}})(?::?(\d{{2}}))?|\b({zones})\b", text)
+    return re.compile(
+        rf"(?<![A-Za-z])(?:{zones})(?:\s*([+-]\d{{1,2}})(?::?(\d{{2}}))?)?(?![A-Za-z])"
+        rf"|(?<=\d:\d\d)\s*[(（]?\s*([+-]\d{{2}}):?(\d{{2}})\s*[)）]?"
+    )
+
+
+def zone_spans(text: str, lex: Lexicon) -> list[tuple[int, int]]:
+    """Where `text` states a UTC offset (its clock-like "08:00" is not a time of the request)."""
+    return [m.span() for m in _zone_pattern(lex).finditer(text)]
+
+
+def stated_zone(text: str, lex: Lexicon) -> str:
+    """The UTC offset a request states: "UTC"/"GMT" → "Z", "UTC+08:00" and "23:59 (+01:00)" → "+08:00" and
+    "+01:00"; "" when none."""
+    m = _zone_pattern(lex).search(text)
     if m is None:
         return ""
-    if m.group(3):
+    sign = m.group(1) or m.group(3)
+    if sign is None:
         return "Z"
-    hours = int(m.group(1))
-    return f"{'+' if hours >= 0 else '-'}{abs(hours):02d}:{m.group(2) or '00'}"
+    hours = int(sign)
+    minutes = m.group(2) if m.group(1) else m.group(4)
+    return f"{'+' if hours >= 0 and not sign.startswith('-') else '-'}{abs(hours):02d}:{minutes or '00'}"
 
 
 def declared_format(schema: dict[str, Any], kind_hint: str, lex: Lexicon) -> DateFormat | None:

@@ -140,6 +140,8 @@ def extract(request: str, today: date) -> RequestValues:
             found.append(Candidate(written.iso, "date", *span, iso=written.iso, written=False))
         if not written.counted:
             claim(*span)
+    for span in dates.zone_spans(request, lex):  # "UTC+08:00": an offset, not a time of its own
+        claim(*span)
     for m in dates.TIME.finditer(request):
         if free(m.start(), m.end()):
             text = m.group(0).strip().rstrip(".")
