@@ -28,6 +28,7 @@ TIME = re.compile(
     r"(?<![\w.:])(?<![\d])\d{1,2}(?::\d{2})?\s*[AaPp]\.?[Mm](?![A-Za-z])\.?|(?<![\d.:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])"
 )
 _ORD = r"(?:st|nd|rd|th)?"
+_TIMESTAMP_STANDARDS = frozenset({"3339", "8601"})  # RFC 3339, ISO 8601: a description naming one declares a date-time
 _TOKENS = re.compile(r"YYYY|YY|MMMM|MMM|MM|M|DD|D|HH|hh|mm|ss", re.I)
 _DESCRIBED = re.compile(r"\b(?:YYYY|YY|DD|MM)(?:[-/. ]?(?:YYYY|YY|MM|DD|M|D))+(?:[T ]HH(?::mm(?::ss)?)?)?\b")
 
@@ -272,6 +273,8 @@ def declared_format(schema: dict[str, Any], kind_hint: str, lex: Lexicon) -> Dat
     words = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", description)}
     if words & lex.iso_words and kind_hint:
         return DateFormat(kind_hint)
+    if kind in ("string", "") and words & _TIMESTAMP_STANDARDS:  # "RFC 3339 timestamp to restrict to …"
+        return DateFormat("datetime")
     if kind_hint:
         return DateFormat(kind_hint, declared=False)
     return None

@@ -129,7 +129,7 @@ def _join_argument_steps(request: str, hints: list[StepHint], catalog: ToolCatal
 
 
 _SPELLED = frozenset({"number", "expression", "date", "datetime", "time"})  # "a single send", "tomorrow": words as well
-_EMPTY_QUOTES = re.compile(r"[\"'“‘「『]\s*[\"'”’」』]")  # the marks around a quoted value left out
+_EMPTY_QUOTES = re.compile(r"[\"'“‘「『《]\s*[\"'”’」』》]")  # the marks around a quoted value left out
 
 
 def without_values(text: str, offset: int, values: RequestValues, kinds: frozenset[str]) -> str:

@@ -25,7 +25,8 @@ from typing import Any
 from planner import dates
 from planner.lexicon import Lexicon, lexicon_for, weights
 
-QUOTED = re.compile(r"(?<![A-Za-z0-9_])(['\"“‘「『])(.{1,120}?)(['\"”’」』])(?![A-Za-z0-9_])")
+# quoted text, in any of the marks requests use (《》: a title in Chinese)
+QUOTED = re.compile(r"(?<![A-Za-z0-9_])(['\"“‘「『《])(.{1,120}?)(['\"”’」』》])(?![A-Za-z0-9_])")
 BRACKETS = re.compile(r"\[[^\[\]]{1,400}\]|\{[^{}]{1,400}\}")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 URL = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+[^\s'\".,;:!?<>)]")
@@ -34,8 +35,10 @@ PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s().-]{5,}\d(?![\w-])")
 NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
 )
+# a code: letters and digits in parts joined by "-", "_" or ":" ("ORD-7781", "d:bio-10", "urn:isbn:0451")
 CODE = re.compile(
-    r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])|\b[A-Z]{2,}-[A-Z0-9]+\b"
+    r"(?<![\w:-])(?=[\w:-]*\d)(?=[\w:-]*[A-Za-z])[A-Za-z0-9]+(?:[-_:][A-Za-z0-9]+)*(?![\w-]|:\w)"
+    r"|\b[A-Z]{2,}-[A-Z0-9]+\b"
 )
 COORDINATES = re.compile(r"(?<![\w.])(-?\d{1,2}\.\d{2,})\s*,\s*(-?\d{1,3}\.\d{2,})(?!\w|\.\d)")
 EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
@@ -222,7 +225,7 @@ def _date_reading(text: str) -> str | None:
 
 
 def _pairs(opening: str, closing: str) -> bool:
-    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'", "「": "」", "『": "』"}.get(opening, "").find(closing) >= 0
+    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'", "「": "」", "『": "』", "《": "》"}.get(opening, "").find(closing) >= 0
 
 
 def _parse_bracketed(text: str) -> list[Any] | dict[str, Any] | None:
