@@ -13,7 +13,8 @@ written only with evidence, and left out otherwise (the service's default applie
   `includeArchived: false`);
 - an earlier node outputs a field named like it, or (an identifier) created or found the thing it names.
 
-An optional argument its schema marks deprecated is never written (its replacement is).
+An optional argument its schema marks deprecated is never written (its replacement is), nor one it marks
+as the service's own (read-only, output only).
 
 Every argument, required or not, takes values of its kind (planner/argkinds.py) in its declared format:
 a date argument only dates (written as its schema or description declares: ISO 8601 by default, a date
@@ -25,6 +26,8 @@ is *missing*: the planner answers `needs_input` instead of inventing it.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -60,6 +63,7 @@ class ArgOptions:
     closed: bool = False
     supported: bool = True
     missing: str | None = None
+    unwritable: bool = False  # deprecated, or the service's own (read-only): never written, whatever is said
 
 
 class NodeEvidence:
@@ -86,6 +90,8 @@ class NodeEvidence:
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
+        self._one_option_one_argument(out)
+        self._taken_by_required(out)
         self._untied(out)
         self._money(tool, out)
         for arg, options in out.items():
@@ -93,6 +99,33 @@ class NodeEvidence:
             if self.defaults and not options.supported and isinstance(schema, dict) and "default" in schema:
                 out[arg] = ArgOptions(arg, False, options.kind, (schema["default"],), typed=True, closed=True)
         return out
+
+    @staticmethod
+    def _one_option_one_argument(out: dict[str, ArgOptions]) -> None:
+        """A word that names an option of two optional enums ("full details": `filter: full` and
+        `projection: FULL`) does not say which one it sets: neither is written."""
+        named: dict[str, list[str]] = {}
+        for arg, options in out.items():
+            if options.kind.kind == "enum" and not options.required and len(options.values) == 1:
+                named.setdefault(str(options.values[0]).lower(), []).append(arg)
+        for args in named.values():
+            for arg in args if len(args) > 1 else ():
+                out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
+
+    @staticmethod
+    def _taken_by_required(out: dict[str, ArgOptions]) -> None:
+        """A value that is the only one a required argument takes ("Archive the course d:art-12": `id`) is
+        that argument's, not also an optional one's (`name`)."""
+        taken = {
+            json.dumps(o.values[0], sort_keys=True)
+            for o in out.values()
+            if o.required and o.closed and len(o.values) == 1 and not o.refs
+        }
+        for arg, options in out.items():
+            if options.required or not options.values:
+                continue
+            if all(json.dumps(v, sort_keys=True) in taken for v in options.values):
+                out[arg] = replace(options, values=(), typed=True, closed=True, supported=False)
 
     def _untied(self, out: dict[str, ArgOptions]) -> None:
         """An address no argument's name or role ties ("Email ana@example.com ...") goes to the first
@@ -108,10 +141,12 @@ class NodeEvidence:
                 arg
                 for arg, options in out.items()
                 if set(ordered_tokens(arg.rpartition(".")[2])) & self.lex.name_args
+                and self._names_the_thing(arg)
                 and options.kind.kind == "text"
                 and not options.required  # (a required one is offered every candidate anyway)
                 and not options.values
                 and not options.refs
+                and _open(options)
             ]
             if named:  # the least nested first (`body.summary` before `body.attachments.0.title`)
                 arg = min(named, key=field_depth)
@@ -123,9 +158,20 @@ class NodeEvidence:
                 if any(o.values == (c.value,) for o in out.values()):
                     continue  # (an identifier offered every value of its shape has not taken it)
                 for arg, options in out.items():
-                    if options.kind.kind == address and not options.values and not options.refs:
+                    if options.kind.kind == address and not options.values and not options.refs and _open(options):
                         out[arg] = replace(options, values=(c.value,), typed=True, closed=True, supported=True)
                         break
+
+    def _names_the_tool(self, option: str) -> bool:
+        """Every word of an enum option is a noun of the tool's own name (`BOOKS` of `books_volumes_list`)."""
+        words = [self.lex.stem(w) for w in ordered_tokens(option)]
+        return bool(words) and all(w in self.ties.entity for w in words)
+
+    def _names_the_thing(self, arg: str) -> bool:
+        """`arg` is a field of the thing the tool acts on: an argument of its own, or a field of a body
+        argument (`body.summary`), not of another object inside it (`author.displayName`)."""
+        parts = [p for p in arg.split(".") if not p.isdigit()]
+        return len(parts) == 1 or (len(parts) == 2 and parts[0].lower() in self.lex.body_args)
 
     def _money(self, tool: ToolDef, out: dict[str, ArgOptions]) -> None:
         """The one sum of money the step writes fills the least nested amount object: its currency code
@@ -162,8 +208,8 @@ class NodeEvidence:
         required = arg in tool.required if required is None else required
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
-        if not required and _deprecated(schema):  # its replacement is the one to write
-            return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False)
+        if not required and _unwritable(schema):  # a deprecated one's replacement is the one to write
+            return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)
         # (an optional argument takes no same-named output: a filler more often than not; only the id of the
         # thing an earlier node created or found, when the argument names that thing: `segment_id`)
         same = same_named_refs(self.upstream, arg, schema, self.lex) if required else ()
@@ -256,6 +302,8 @@ class NodeEvidence:
     ) -> ArgOptions:
         options = list(schema.get("enum") or [])
         named = [o for o in options if isinstance(o, str) and self.said.names_option(o)]
+        if not required:  # "Search Google Books": the word names the thing the tool acts on, not `printType: BOOKS`
+            named = [o for o in named if not self._names_the_tool(o)]
         if {str(o).lower() for o in options} == {"true", "false"}:  # a flag written as an enum of strings
             flag = self.said.flag_value(arg)
             named = [o for o in options if flag is not None and str(o).lower() == str(flag).lower()]
@@ -360,12 +408,24 @@ def _counterparts(a: str, b: str) -> bool:
     return len(x) == len(y) and sum(1 for i, j in zip(x, y, strict=True) if i != j) == 1
 
 
-def _deprecated(schema: Mapping[str, Any]) -> bool:
+def _open(options: ArgOptions) -> bool:
+    """The argument may still be given a value (not deprecated, not the service's own)."""
+    return not options.unwritable
+
+
+_OUTPUT_ONLY = re.compile(r"(?:^|[.!]\s+)(?:read-only|output only)\b", re.IGNORECASE)
+
+
+def _unwritable(schema: Mapping[str, Any]) -> bool:
     """The schema marks the argument deprecated (`deprecated: true`, or a description that opens with
-    "Deprecated", as OpenAPI documents and the importer write it)."""
+    "Deprecated", as OpenAPI documents and the importer write it) or as the service's to write (`readOnly`,
+    or a sentence of its description that opens with "Read-only" or "Output only", as Google's do: a
+    course's `courseGroupEmail`, an attendee's `organizer`)."""
     description = schema.get("description")
-    opens = isinstance(description, str) and description.lstrip().lower().startswith("deprecated")
-    return schema.get("deprecated") is True or opens
+    described = isinstance(description, str) and (
+        description.lstrip().lower().startswith("deprecated") or bool(_OUTPUT_ONLY.search(description))
+    )
+    return schema.get("deprecated") is True or schema.get("readOnly") is True or described
 
 
 def missing_inputs(options: Mapping[str, ArgOptions]) -> dict[str, str]:

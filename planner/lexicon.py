@@ -94,6 +94,7 @@ class Lexicon:
     denominators: frozenset[str] = frozenset()
     naming_words: frozenset[str] = frozenset()
     name_args: frozenset[str] = frozenset()
+    body_args: frozenset[str] = frozenset()
     flag_words: frozenset[str] = frozenset()
     suffixes: tuple[str, ...] = ()
     final: str = ""
@@ -186,6 +187,7 @@ def _load(path: Path, language: str) -> Lexicon:
         denominators=_words(data.get("denominators")),
         naming_words=_words(data.get("naming_words")),
         name_args=_words(data.get("name_args")),
+        body_args=_words(data.get("body_args")),
         flag_words=_words(data.get("flag_words")),
         suffixes=tuple(sorted(_words(data.get("suffixes")), key=len, reverse=True)),
         final=str(data.get("final") or "").replace(" ", ""),

@@ -224,8 +224,11 @@ def _date_reading(text: str) -> str | None:
     return None
 
 
+_CLOSING = {"'": "'’", '"': '"”', "“": '”"', "‘": "’'", "「": "」", "『": "』", "《": "》"}
+
+
 def _pairs(opening: str, closing: str) -> bool:
-    return {"'": "'’", '"': '"”', "“": '”"', "‘": "’'", "「": "」", "『": "』", "《": "》"}.get(opening, "").find(closing) >= 0
+    return _CLOSING.get(opening, "").find(closing) >= 0
 
 
 def _parse_bracketed(text: str) -> list[Any] | dict[str, Any] | None:

@@ -117,6 +117,56 @@ def test_a_deprecated_optional_argument_is_never_written() -> None:
     assert options["sendUpdates"].values == ("none",)
 
 
+
+def test_an_argument_the_service_writes_itself_is_never_written() -> None:
+    text = {"type": "string"}
+    tools = [rc.function("courses_create", "Create a course", {"name": text, "ownerId": text,
+             "groupEmail": {**text, "description": "The group's e-mail address. Read-only."},
+             "updateTime": {**text, "description": "Time of the most recent update. Output only."},
+             "alias": {**text, "readOnly": True}}, ["name"])]  # fmt: skip
+    options = options_of(tools, "courses_create", "Create a course 'Biology' with alias bio-10, e-mail bio@school.edu")
+    assert not any(options[arg].supported or options[arg].values for arg in ("groupEmail", "updateTime", "alias"))
+
+
+def test_quoted_text_nothing_ties_names_the_thing_itself_not_an_object_inside_it() -> None:
+    text = {"type": "string"}
+    author = {"type": "object", "properties": {"displayName": text}}
+    tools = [rc.function("comments_create", "Create a comment on a file", {"fileId": text, "content": text,
+             "author": author}, ["fileId"]),
+             rc.function("events_insert", "Create an event", {"body": {"type": "object", "properties": {
+                 "summary": text, "organizer": author}}}, [])]  # fmt: skip
+    from planner.flat_args import flat_catalog
+
+    views = flat_catalog(ToolCatalog.from_openai(tools))
+    comment = NodeEvidence(extract("Comment 'Please review' on file F-12", TODAY), None, []).node(
+        views.get("comments_create")
+    )
+    assert "Please review" not in comment["author.displayName"].values
+    event = NodeEvidence(extract("Add 'Review' to my calendar", TODAY), None, []).node(views.get("events_insert"))
+    assert event["body.summary"].values == ("Review",) and not event["body.organizer.displayName"].values
+
+
+def test_an_enum_word_that_names_the_tool_or_two_options_sets_no_option() -> None:
+    kinds = {"type": "string", "enum": ["ALL", "BOOKS", "MAGAZINES"]}
+    tools = [rc.function("books_volumes_list", "Search for volumes", {"q": {"type": "string"}, "printType": kinds,
+             "filter": {"type": "string", "enum": ["full", "partial"]},
+             "projection": {"type": "string", "enum": ["FULL", "LITE"]}}, ["q"])]  # fmt: skip
+    options = options_of(tools, "books_volumes_list", "Search Google Books for 'Dune' with full details")
+    assert not options["printType"].values  # "Books" names what the tool searches, not a print type
+    assert not options["filter"].values and not options["projection"].values  # "full" names options of both
+    magazines = options_of(tools, "books_volumes_list", "Search magazines about 'sailing'")
+    assert magazines["printType"].values == ("MAGAZINES",)
+
+
+def test_a_value_a_required_argument_takes_is_not_also_an_optional_ones() -> None:
+    text = {"type": "string"}
+    tools = [rc.function("courses_patch", "Update a course", {"id": {**text, "description": "The course id or alias."},
+             "name": {**text, "description": "Name of the course."},
+             "courseState": {"type": "string", "enum": ["ACTIVE", "ARCHIVED"]}}, ["id"])]  # fmt: skip
+    options = options_of(tools, "courses_patch", "Archive the course d:art-12.")
+    assert options["id"].values == ("d:art-12",) and options["courseState"].values == ("ARCHIVED",)
+    assert not options["name"].values
+
 def test_an_optional_id_of_the_thing_an_earlier_node_created_references_it() -> None:
     text = {"type": "string"}
     out = {"type": "object", "properties": {"id": text, "name": text}}
