@@ -71,6 +71,30 @@ def identifier_like(arg: str, schema: dict[str, Any], lex: Lexicon | None = None
     return bool(tokens) and tokens[-1] in lex.identifier_words
 
 
+_OPTIONS_INTRO = re.compile(
+    r"\b(?:(?:possible|valid|acceptable|allowed|supported) values(?: are)?|(?:are|is) (?:currently )?allowed)\s*:",
+    re.IGNORECASE,
+)
+_QUOTED_ITEM = re.compile(r"(?:^|\s)[-*]\s+[\"`']([A-Za-z][\w.-]*)[\"`']")
+_BARE_ITEM = re.compile(r"(?:^|\s)[-*]\s+([A-Za-z][\w.-]*)")
+
+
+def described_options(schema: Any) -> tuple[str, ...]:
+    """The values a string's description lists as the allowed ones, where the schema has no `enum`
+    ("Valid values are: - user - group - domain", "Possible values are: - \"reader\" - Provides read
+    access…"): Google's discovery documents list them so. Empty when it lists none (or phrases)."""
+    if not isinstance(schema, dict) or "enum" in schema or schema.get("type") not in ("string", None):
+        return ()
+    description = str(schema.get("description", ""))
+    intro = _OPTIONS_INTRO.search(description)
+    if intro is None:
+        return ()
+    rest = description[intro.end() : intro.end() + 1500]
+    items = _QUOTED_ITEM.findall(rest) or _BARE_ITEM.findall(rest)
+    options = tuple(dict.fromkeys(items))
+    return options if len(options) >= 2 else ()
+
+
 def classify(arg: str, schema: Any) -> ArgKind:
     """The kind of value `arg` takes (schema: its JSON Schema; anything else counts as untyped)."""
     lex = lexicon(_WORDS_OF_NAME)
@@ -83,7 +107,7 @@ def classify(arg: str, schema: Any) -> ArgKind:
     if isinstance(kind, list):
         kinds = [k for k in kind if k != "null"]
         kind = kinds[0] if len(kinds) == 1 else None
-    if "enum" in schema:
+    if "enum" in schema or described_options(schema):
         return ArgKind("enum")
     if kind in ("boolean", "array", "object"):
         return ArgKind(str(kind))

@@ -32,12 +32,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from planner.argkinds import ArgKind, classify, ordered_tokens
+from planner.argkinds import ArgKind, classify, described_options, ordered_tokens
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
 from planner.flat_args import field_depth
 from planner.lexicon import lexicon
-from planner.lookups import description_keywords, nouns
+from planner.lookups import description_keywords, name_verbs, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
 from planner.ties import Ties
@@ -87,6 +87,7 @@ class NodeEvidence:
         self.ties = Ties(values, self.lex)
         self.said = RequestWords(values.text, self.lex)
         self._kinds: dict[str, ArgKind] = {}
+        self._tool_verbs: set[str] = set()
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
@@ -199,6 +200,7 @@ class NodeEvidence:
     def argument(self, tool: ToolDef, arg: str, *, required: bool | None = None) -> ArgOptions:
         """`required`: decide it as a required argument whatever the tool says (a field its object needs)."""
         entity = frozenset(self.lex.stem(w) for w in nouns(tool.name, self.lex))
+        self._tool_verbs = {self.lex.stem(v) for v in name_verbs(tool.name, self.lex)}
         if self.ties.args != tool.arg_names() or self.ties.entity != entity:
             self._kinds = {a: classify(a, tool.properties.get(a)) for a in tool.arg_names()}
             self.ties.for_args(tool.arg_names(), entity, self._kinds)
@@ -300,10 +302,12 @@ class NodeEvidence:
     def _enum(
         self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]
     ) -> ArgOptions:
-        options = list(schema.get("enum") or [])
+        options = list(schema.get("enum") or described_options(schema))
         named = [o for o in options if isinstance(o, str) and self.said.names_option(o)]
         if not required:  # "Search Google Books": the word names the thing the tool acts on, not `printType: BOOKS`
             named = [o for o in named if not self._names_the_tool(o)]
+        if not named:  # "so she can edit it" → `role: writer`
+            named = [o for o in options if isinstance(o, str) and self.said.names_by_action(o, self._tool_verbs)]
         if {str(o).lower() for o in options} == {"true", "false"}:  # a flag written as an enum of strings
             flag = self.said.flag_value(arg)
             named = [o for o in options if flag is not None and str(o).lower() == str(flag).lower()]

@@ -43,6 +43,42 @@ class RequestWords:
             and any(w.startswith(code) and len(w) <= len(code) + 3 for w in self.words)
         )
 
+    def names_by_action(self, option: str, ignored: set[str]) -> bool:
+        """A one-word option that is an agent noun is named by its action ("so she can edit it" → `writer`,
+        "view-only" → `reader`, "as an editor" → `writer`): the verb under the option and under each request
+        word ("writer" → write, "editor" → edit), met directly or through the lexicon's verb synonyms.
+        `ignored`: words that name the tool's own action ("send" never names the option `sender` of a
+        send tool)."""
+        words = ordered_tokens(option)
+        if len(words) != 1:
+            return False
+        wanted = self._actions(words[0])
+        if not wanted:
+            return False
+        for word in self.words:
+            if word in ignored or self.lex.stem(word) in ignored:
+                continue
+            heard = self._actions(word) | {self.lex.stem(word)}
+            if wanted & self._with_synonyms(heard):
+                return True
+        return False
+
+    def _actions(self, word: str) -> set[str]:
+        """The stems of the verb under an agent noun ("writer" → writ, "commenter" → comment); empty for a
+        word that is not one (or whose verb is shorter than four letters)."""
+        if len(word) < 6 or not word.endswith(("er", "or")):
+            return set()
+        bases = {word[:-2], word[:-1]} if word.endswith("er") else {word[:-2]}
+        return {self.lex.stem(b) for b in bases if len(b) >= 4}
+
+    def _with_synonyms(self, stems: set[str]) -> set[str]:
+        out = set(stems)
+        for verb, synonyms in self.lex.verb_synonyms.items():
+            group = {self.lex.stem(w) for w in (verb, *synonyms)}
+            if stems & group:
+                out |= group
+        return out
+
     def flag_value(self, arg: str) -> bool | None:
         """True when the request uses every distinctive word of a boolean's name ("non-stop" →
         `nonStop`), False when a negation comes right before them; None when it does not use them."""

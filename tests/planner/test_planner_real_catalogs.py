@@ -167,6 +167,23 @@ def test_a_value_a_required_argument_takes_is_not_also_an_optional_ones() -> Non
     assert options["id"].values == ("d:art-12",) and options["courseState"].values == ("ARCHIVED",)
     assert not options["name"].values
 
+
+def test_an_option_listed_only_in_the_description_is_named_by_its_action() -> None:
+    roles = {"type": "string", "description": "The role granted. Valid values are: - owner - writer - commenter - reader"}
+    tools = [rc.function("permissions_create", "Share a file", {"fileId": {"type": "string"}, "role": roles,
+             "emailAddress": {"type": "string"}}, ["fileId", "role"]),
+             rc.function("messages_send", "Send a message", {"text": {"type": "string"},
+             "as": {"type": "string", "enum": ["sender", "bot"]}}, ["text"])]  # fmt: skip
+    said = {
+        "Share file F-1 with ana@example.com so she can edit it": "writer",
+        "Give jo@example.com view-only access to file F-1": "reader",
+        "Share file F-1 with ana@example.com as an editor": "writer",
+        "把文件 F-1 共享给 chen@example.cn，给他评论权限": "commenter",
+    }
+    for request, role in said.items():
+        assert options_of(tools, "permissions_create", request)["role"].values == (role,), request
+    assert not options_of(tools, "messages_send", "Send 'Hi' to the team")["as"].values  # the tool's own verb
+
 def test_an_optional_id_of_the_thing_an_earlier_node_created_references_it() -> None:
     text = {"type": "string"}
     out = {"type": "object", "properties": {"id": text, "name": text}}
