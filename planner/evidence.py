@@ -341,7 +341,8 @@ class NodeEvidence:
         if kind.is_identifier:
             inside = [c for c in inside if c in cued or not named_only(c)]
         if not required:
-            return self._optional(arg, kind, [c.value for c in cued], same, typed=True)
+            said = [k for k in keywords if self.said.keyword_for(k, arg)]  # "with me as the owner" → "me"
+            return self._optional(arg, kind, [*(c.value for c in cued), *said], same, typed=True)
 
         def written(cands: list[Candidate]) -> list[Any]:
             return [str(c.value) if c.is_number else c.value for c in cands]  # (ids and phones are text)

@@ -63,6 +63,18 @@ class RequestWords:
                 return True
         return False
 
+    def keyword_for(self, keyword: str, arg: str) -> bool:
+        """The request writes a description's keyword as a word and names the argument it goes to ("with
+        me as the owner", "owned by me", 所有者是我 → `ownerId: "me"`): a word of the argument's name but
+        the identifier word, or the action under it ("owner" → own)."""
+        if keyword.lower() not in self.words:
+            return False
+        wanted: set[str] = set()
+        for token in ordered_tokens(arg):
+            if token not in self.lex.identifier_words and len(token) > 2:
+                wanted |= {self.lex.stem(token), self.lex.stem(token[:-2]) if token.endswith(("er", "or")) else ""}
+        return any(self.lex.stem(w) in wanted for w in self.words)
+
     def _actions(self, word: str) -> set[str]:
         """The stems of the verb under an agent noun ("writer" → writ, "commenter" → comment); empty for a
         word that is not one (or whose verb is shorter than four letters)."""

@@ -147,7 +147,8 @@ class Ties:
         return self._all[key]
 
     def _can_take(self, c: Candidate, arg: str) -> bool:
-        """Text ("'Design review (final)'") cannot fill a date, a number, an identifier or a flag."""
+        """Text ("'Design review (final)'") cannot fill a date, a number, an identifier or a flag, nor quoted
+        text an enum (its options are named by the request's words: planner/request_words.py)."""
         if c.kind not in ("quoted", "phrase", "ngram"):
             return True
         kind = self.kinds.get(arg)
@@ -155,6 +156,8 @@ class Ties:
             return shaped_as(c, kind)  # (quoted words are a name, never an id)
         if kind is not None and kind.kind == "boolean":
             return False  # a flag is set by its own words, never by a value
+        if kind is not None and kind.kind == "enum" and c.kind == "quoted":
+            return False  # a quoted title is a value of its own ("课程“高一化学”" is no `courseState`)
         if arg in self.dated:
             return c.kind in ("date", "datetime", "time") or c.is_number
         if arg in self.numeric:

@@ -184,6 +184,24 @@ def test_an_option_listed_only_in_the_description_is_named_by_its_action() -> No
         assert options_of(tools, "permissions_create", request)["role"].values == (role,), request
     assert not options_of(tools, "messages_send", "Send 'Hi' to the team")["as"].values  # the tool's own verb
 
+
+def test_an_optional_identifier_takes_its_descriptions_keyword_when_the_request_says_it_of_that_argument() -> None:
+    owner = {"type": "string", "description": "The owner. One of: the numeric id, the e-mail, or the string literal "
+             '`"me"`, indicating the requesting user.'}  # fmt: skip
+    state = {"type": "string", "enum": ["ACTIVE", "ARCHIVED"]}
+    tools = [rc.function("courses_create", "Create a course", {"name": {"type": "string"}, "ownerId": owner,
+             "courseState": state}, [])]  # fmt: skip
+    said = {
+        "Create a course 'Biology' with me as the owner": ("me",),
+        "Set up a new class 'Biology' owned by me": ("me",),
+        "新建一门课程“高一化学”，所有者是我": ("me",),
+        "Create a course 'Biology' and e-mail me its link": (),  # "me", but nothing says it of the owner
+    }
+    for request, owner_id in said.items():
+        options = options_of(tools, "courses_create", request)
+        assert options["ownerId"].values == owner_id, request
+        assert options["name"].values and not options["courseState"].values, request  # a title is no enum option
+
 def test_an_optional_id_of_the_thing_an_earlier_node_created_references_it() -> None:
     text = {"type": "string"}
     out = {"type": "object", "properties": {"id": text, "name": text}}
