@@ -26,6 +26,7 @@ from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
 from planner.lookups import Producer, described_entity, description_keywords, entity_words, producers
+from planner.query_filters import filter_object
 from planner.steps import Step, tool_verb
 from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
 
@@ -170,6 +171,26 @@ def _names_a_code(tool: ToolDef, arg: str) -> bool:
     return bool(words & {lex.stem(w) for w in lex.identifier_words | lex.code_words})
 
 
+_ADDRESSES = ("email", "phone", "url")
+
+
+def _finds_by(producer: ToolDef, kind: str) -> bool:
+    """The lookup can find a thing by a value of this kind (an e-mail address): an argument of that kind,
+    a filter object (`{"field": "email", "value": ...}`: planner/query_filters.py), or its text names the
+    kind. A drive's file search by a text query cannot: "Share the 'Q3 Budget' spreadsheet with
+    maria@example.com" looks the file up by its name, and the address is the call's own value."""
+    lex = lexicon("en")
+    for name, schema in producer.properties.items():
+        if classify(name, schema).kind == kind or filter_object(schema) is not None:
+            return True
+    texts = [
+        producer.description,
+        *(str(s.get("description", "")) for s in producer.properties.values() if isinstance(s, dict)),
+    ]
+    said = {w.lower() for text in texts for w in re.findall(r"[A-Za-z]+", text)}
+    return bool(said & lex.kind_words.get(kind, frozenset()))
+
+
 def _seed(
     tool: ToolDef,
     arg: str,
@@ -208,7 +229,7 @@ def _seed(
         names = []
     # an address or a code identifies the thing better than quoted text, which is more often the new value
     # ("the contact with e-mail x@y.cn: rename it to '王丽'")
-    shaped = [c for c in inside if c.kind in ("email", "phone", "url") or _id_code(c)]
+    shaped = [c for c in inside if (c.kind in _ADDRESSES and _finds_by(producer, c.kind)) or _id_code(c)]
     shaped = shaped or [c for c in inside if c.kind == "quoted"]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)

@@ -278,6 +278,23 @@ def test_two_codes_from_one_lookup_get_a_lookup_each_and_two_fields_share_one() 
     assert [lk["seed"] for lk in weather.selection["lookups"]] == ["Lisbon", "Lisbon"]
 
 
+
+def test_a_lookup_that_cannot_find_by_e_mail_is_seeded_with_the_name_and_the_address_stays_the_calls() -> None:
+    text = {"type": "string"}
+    files = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "object",
+             "properties": {"id": text, "name": text}}}}}  # fmt: skip
+    tools = [
+        rc.function("files_list", "Lists the user's files.", {"q": {**text, "description": "A query for filtering "
+                    "the file results."}, "pageSize": {"type": "integer"}}, [], files),  # fmt: skip
+        rc.function("permissions_create", "Creates a permission for a file.", {"fileId": text,
+                    "emailAddress": {**text, "description": "The email address of the user."}, "role": text},
+                    ["fileId"]),  # fmt: skip
+        rc.function("files_delete", "Deletes a file.", {"fileId": text}, ["fileId"]),
+    ]
+    result = plan(service(FakePlannerLLM()), "Share the 'Q3 Budget' spreadsheet with maria@example.com", tools)
+    assert result.selection["proposed"] == ["files_list", "permissions_create"]
+    assert [lk["seed"] for lk in result.selection["lookups"]] == ["Q3 Budget"]
+
 # declared formats -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("schema", "hint", "expected"),
