@@ -36,8 +36,8 @@ from planner.argkinds import ArgKind, classify, described_options, ordered_token
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
 from planner.flat_args import field_depth
-from planner.lexicon import lexicon
-from planner.lookups import description_keywords, name_verbs, nouns
+from planner.lexicon import lexicon, lexicon_for
+from planner.lookups import description_keywords, is_lookup, name_verbs, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
 from planner.ties import Ties
@@ -88,6 +88,7 @@ class NodeEvidence:
         self.said = RequestWords(values.text, self.lex)
         self._kinds: dict[str, ArgKind] = {}
         self._tool_verbs: set[str] = set()
+        self._lists = False  # the tool lists or finds things (its size argument takes a count)
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
@@ -201,6 +202,7 @@ class NodeEvidence:
         """`required`: decide it as a required argument whatever the tool says (a field its object needs)."""
         entity = frozenset(self.lex.stem(w) for w in nouns(tool.name, self.lex))
         self._tool_verbs = {self.lex.stem(v) for v in name_verbs(tool.name, self.lex)}
+        self._lists = is_lookup(tool, self.lex)
         if self.ties.args != tool.arg_names() or self.ties.entity != entity:
             self._kinds = {a: classify(a, tool.properties.get(a)) for a in tool.arg_names()}
             self.ties.for_args(tool.arg_names(), entity, self._kinds)
@@ -370,7 +372,37 @@ class NodeEvidence:
         cued = [c.value for c in self._inside() if c.is_number and self.ties.cued(c, arg, optional=True)]
         if kind.kind == "integer":
             cued = [v for v in cued if float(v).is_integer()]
+        if not cued and kind.kind == "integer" and self._lists and set(ordered_tokens(arg)) & self.lex.limit_args:
+            cued = self._count()  # "the ten most recently modified files" → `pageSize: 10`
         return self._optional(arg, kind, cued, same, typed=True)
+
+    def _count(self) -> list[Any]:
+        """The one whole number of the step that nothing ties to an argument and that counts the things
+        listed: a plural noun follows it within four words, no unit first ("the ten most recently modified
+        files", "5 cinemas"; not "within 20 km", "a single send"), or a limit word comes right before it
+        ("up to 50", "最多 20 个"). A list's size."""
+        local = lexicon_for(self.values.text)
+        counts = []
+        for c in self._inside():
+            if not (c.is_number and c.written and float(c.value).is_integer() and 0 < float(c.value) <= 1000):
+                continue
+            if self.ties.strongest(c) > 0:
+                continue
+            before = self.values.text[max(0, c.start - 12) : c.start].lower()
+            cued = any(cue in before for cue in local.limit_cues if not local.segmented) or bool(
+                set(re.findall(r"[a-z]+", before)[-2:]) & local.limit_cues
+            )
+            after = re.findall(r"[a-z]+", self.values.text[c.end : c.end + 40].lower())[:4]
+            counted = False
+            for word in after:
+                if word in self.lex.unit_words:
+                    break
+                if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+                    counted = True
+                    break
+            if cued or counted:
+                counts.append(c.value)
+        return counts if len(set(counts)) == 1 else []
 
     def _optional(
         self, arg: str, kind: ArgKind, values: list[Any], same: tuple[str, ...], *, typed: bool = True

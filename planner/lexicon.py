@@ -86,6 +86,9 @@ class Lexicon:
     minor_unit_phrases: tuple[str, ...] = ()
     zero_decimal: frozenset[str] = frozenset()
     count_words: frozenset[str] = frozenset()
+    limit_args: frozenset[str] = frozenset()
+    unit_words: frozenset[str] = frozenset()
+    limit_cues: frozenset[str] = frozenset()
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
     coordinate_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -179,6 +182,9 @@ def _load(path: Path, language: str) -> Lexicon:
         minor_unit_phrases=tuple(str(p) for p in data.get("minor_unit_phrases") or ()),
         zero_decimal=_words(data.get("zero_decimal")),
         count_words=_words(data.get("count_words")),
+        limit_args=_words(data.get("limit_args")),
+        unit_words=_words(data.get("unit_words")),
+        limit_cues=_words(data.get("limit_cues")),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),
         coordinate_words=MappingProxyType({k: _words(v) for k, v in (data.get("coordinate_words") or {}).items()}),

@@ -202,6 +202,23 @@ def test_an_optional_identifier_takes_its_descriptions_keyword_when_the_request_
         assert options["ownerId"].values == owner_id, request
         assert options["name"].values and not options["courseState"].values, request  # a title is no enum option
 
+
+def test_a_count_of_the_things_a_list_returns_is_its_size_and_a_measure_is_not() -> None:
+    tools = [rc.function("files_list", "Lists the user's files.", {"q": {"type": "string"},
+             "pageSize": {"type": "integer"}}, []),
+             rc.function("files_create", "Creates a file.", {"name": {"type": "string"},
+             "maxSize": {"type": "integer"}}, ["name"])]  # fmt: skip
+    said = {
+        "Show me the ten most recently modified files": (10,),
+        "List up to 50 of my files": (50,),
+        "列出我的文件，最多 20 个": (20,),
+        "List the files changed within 20 minutes": (),  # a measure
+        "List my files for the single send": (),  # a name, not a count
+    }
+    for request, size in said.items():
+        assert options_of(tools, "files_list", request)["pageSize"].values == size, request
+    assert not options_of(tools, "files_create", "Create 3 files named 'a'")["maxSize"].values  # not a list
+
 def test_an_optional_id_of_the_thing_an_earlier_node_created_references_it() -> None:
     text = {"type": "string"}
     out = {"type": "object", "properties": {"id": text, "name": text}}
