@@ -335,13 +335,16 @@ class NodeEvidence:
         """An identifier, an e-mail address, a URL, a phone number: values of that shape only (quoted or
         not); a bare number or quoted text is an identifier only when named one ("customer 4711"); an
         identifier also takes the keywords its description offers ("primary")."""
-        pool = self._inside()
-        if required and not any(shaped_as(c, kind) for c in pool):
-            pool = list(self.values.candidates)
-        inside = [c for c in pool if c.written and shaped_as(c, kind)]
-        cued = [c for c in inside if self.ties.cued(c, arg, optional=not required)]
-        if kind.is_identifier:
-            inside = [c for c in inside if c in cued or not named_only(c)]
+        def usable(pool: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
+            shaped = [c for c in pool if c.written and shaped_as(c, kind)]
+            cued = [c for c in shaped if self.ties.cued(c, arg, optional=not required)]
+            if kind.is_identifier:  # a bare number or quoted text only when named one
+                shaped = [c for c in shaped if c in cued or not named_only(c)]
+            return shaped, cued
+
+        inside, cued = usable(self._inside())
+        if required and not inside:  # "In course d:bio-10, create … worth twenty points": given before the step
+            inside, cued = usable(list(self.values.candidates))
         if not required:
             said = [k for k in keywords if self.said.keyword_for(k, arg)]  # "with me as the owner" → "me"
             return self._optional(arg, kind, [*(c.value for c in cued), *said], same, typed=True)

@@ -32,7 +32,8 @@ import numpy as np
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.fit import name_fit, names_a_parameter, value_fit
-from planner.lexicon import lexicon_for
+from planner.lexicon import lexicon, lexicon_for
+from planner.lookups import name_verbs
 from planner.prerequisites import Gap, Lookup, with_prerequisites
 from planner.similarity import CachedEmbedder
 from planner.steps import Step, split_steps, tool_verb
@@ -89,6 +90,19 @@ class Selection:
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2}
+
+
+def _writes_name_of(step: Step, tool: str) -> bool:
+    """The step writes a word of the tool's name but its verb: the same stem, or the same first five letters
+    ("invite" for `invitations_create`, "announce" for `announcements_create`)."""
+    lex = lexicon_for(step.text)
+    verbs = name_verbs(tool, lexicon("en"))
+    named = [w for w in re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", tool).lower()) if w not in verbs]
+    for said in _words(lex.glossed(step.text)):
+        for word in named:
+            if lex.stem(said) == lex.stem(word) or (min(len(said), len(word)) >= 5 and said[:5] == word[:5]):
+                return True
+    return False
 
 
 def _with_toolless_tails(request: str, hints: list[StepHint]) -> list[StepHint]:
@@ -260,16 +274,16 @@ class ToolSelector:
                 hints.append(StepHint(step, None, float(per_step[i, order[0]]) if order else 0.0))
                 continue
             choice = order[0]
+            runner = order[1] if len(order) > 1 else choice
+            close = per_step[i, runner] >= per_step[i, choice] - self.config.repeat_margin
+            if names[choice] in used and names[runner] not in used and close and _writes_name_of(step, names[runner]):
+                choice = runner  # "…, and invite priya@school.edu to co-teach it": the step names another tool
             if hints and hints[-1].tool == names[choice] and lexicon_for(step.text).anaphora.search(step.text):
                 last = hints[-1]  # "Look up Brighton and give me its details": more of the same call
                 hints[-1] = StepHint(
                     Step(last.step.text, last.step.start, step.end, last.step.implicit), last.tool, last.score
                 )
                 continue
-            if names[choice] in used and len(order) > 1:
-                runner = order[1]
-                if names[runner] not in used and per_step[i, runner] >= per_step[i, choice] - self.config.repeat_margin:
-                    choice = runner
             used.append(names[choice])
             hints.append(StepHint(step, names[choice], float(per_step[i, choice])))
         return hints

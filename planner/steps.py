@@ -17,10 +17,11 @@ came from, and ranks argument values inside that span first.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from planner.lexicon import Lexicon, lexicon_for
+from planner.values import QUOTED
 
 MAX_STEPS = 12
 
@@ -56,7 +57,8 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
     lex = lexicon_for(request)
     verbs = set(lex.action_verbs) | {v for v in extra_verbs if v.isalpha() and len(v) > 1}
     steps: list[Step] = []
-    for start, piece in _pieces(request, _splitters(lex, verbs)):
+    quoted = [(m.start(), m.end()) for m in QUOTED.finditer(request)]  # a step never ends inside quotes
+    for start, piece in _pieces(request, _splitters(lex, verbs), quoted):
         text = piece.strip(" ,.;:!?，。；：！？")
         lead = lex.polite_prefix.match(text)
         offset = piece.find(text) + (lead.end() if lead else 0)
@@ -82,14 +84,19 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
     return steps[:MAX_STEPS]
 
 
-def _pieces(text: str, splitters: list[re.Pattern[str]]) -> list[tuple[int, str]]:
-    """`text` cut by each splitter in turn; every piece with its offset in `text`."""
+def _pieces(
+    text: str, splitters: list[re.Pattern[str]], protected: Sequence[tuple[int, int]] = ()
+) -> list[tuple[int, str]]:
+    """`text` cut by each splitter in turn, never inside a `protected` span (quoted text: "leave a comment:
+    'Ana, please review the Q2 milestones.'" is one step); every piece with its offset in `text`."""
     pieces = [(0, text)]
     for splitter in splitters:
         cut: list[tuple[int, str]] = []
         for offset, piece in pieces:
             position = 0
             for m in splitter.finditer(piece):
+                if any(a < offset + m.start() < b or a < offset + m.end() < b for a, b in protected):
+                    continue
                 if m.start() > position:
                     cut.append((offset + position, piece[position : m.start()]))
                 position = m.end()

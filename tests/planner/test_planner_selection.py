@@ -219,3 +219,16 @@ def test_tools_are_compared_with_the_requests_words_not_its_values(minilm: Cache
     assert without_values("48.8584,2.2945", 0, extract("48.8584,2.2945", date(2026, 11, 30)), kinds) == "48.8584,2.2945"
     spelled = "Unschedule the 'Black Friday teaser' single send tomorrow."  # words that are numbers and dates stay
     assert without_values(spelled, 0, extract(spelled, date(2026, 11, 30)), kinds) == "Unschedule the single send tomorrow."
+
+
+def test_a_step_that_names_another_tool_is_not_more_of_the_same_call() -> None:
+    from planner.selection import _writes_name_of
+    from planner.steps import Step
+
+    def step(text: str) -> Step:
+        return Step(text, 0, len(text))
+
+    assert _writes_name_of(step("invite priya@school.edu to co-teach it"), "classroom_invitations_create")
+    assert _writes_name_of(step("announce 'First meeting' there"), "courses_announcements_create")
+    assert not _writes_name_of(step("give me its details"), "localitiesGeocode")
+    assert not _writes_name_of(step("create it again"), "courses_create")  # the tool's verb alone names nothing

@@ -66,6 +66,13 @@ def test_steps_follow_sequencing_words_and_action_verbs() -> None:
     assert [s.text.split()[0].lower() for s in steps] == ["calculate", "create", "encrypt", "send", "tell"]
 
 
+def test_a_step_never_ends_inside_quoted_text() -> None:
+    request = "Share the slides with ana@acme.io and leave a comment on them: 'Ana, please review the milestones.'"
+    steps = split_steps(request)
+    assert len(steps) == 1 and steps[0].text.endswith("please review the milestones.'")
+    two = split_steps('Email bob "Hi, then call me" and then delete the draft')
+    assert [s.text for s in two] == ['Email bob "Hi, then call me"', "delete the draft"]
+
 def test_context_without_a_verb_joins_the_step_before() -> None:
     request = "Get me a rental car in Chicago. I will pick it up on 01/01/2024 at 7:00 AM"
     steps = split_steps(request, ["reserve"])
