@@ -94,7 +94,7 @@ class NodeEvidence:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
         self._one_option_one_argument(out)
         self._taken_by_required(out)
-        self._untied(out)
+        self._untied(out, tool)
         self._money(tool, out)
         for arg, options in out.items():
             schema = tool.properties.get(arg)
@@ -129,7 +129,7 @@ class NodeEvidence:
             if all(json.dumps(v, sort_keys=True) in taken for v in options.values):
                 out[arg] = replace(options, values=(), typed=True, closed=True, supported=False)
 
-    def _untied(self, out: dict[str, ArgOptions]) -> None:
+    def _untied(self, out: dict[str, ArgOptions], tool: ToolDef) -> None:
         """An address no argument's name or role ties ("Email ana@example.com ...") goes to the first
         argument of its kind that has no value yet (`to` before `cc`: the tool's own order); quoted text
         no argument is tied to ("Add 'Quarterly review' to my calendar") to the first argument named like a
@@ -159,10 +159,20 @@ class NodeEvidence:
                     continue
                 if any(o.values == (c.value,) for o in out.values()):
                     continue  # (an identifier offered every value of its shape has not taken it)
-                for arg, options in out.items():
-                    if options.kind.kind == address and not options.values and not options.refs and _open(options):
-                        out[arg] = replace(options, values=(c.value,), typed=True, closed=True, supported=True)
-                        break
+                free = [a for a, o in out.items() if not o.values and not o.refs and _open(o)]
+                takers = [a for a in free if out[a].kind.kind == address] or [
+                    a for a in free if out[a].kind.is_identifier and self._described_as(tool, a, address)
+                ]  # "Invite li.ming@school.cn": `userId`, "the email address of the user" one of its forms
+                if takers:
+                    arg = takers[0]
+                    out[arg] = replace(out[arg], values=(c.value,), typed=True, closed=True, supported=True)
+
+    def _described_as(self, tool: ToolDef, arg: str, kind: str) -> bool:
+        """The argument's description names the value kind (an identifier that may be "the email address
+        of the user")."""
+        schema = tool.properties.get(arg)
+        text = str(schema.get("description", "")) if isinstance(schema, dict) else ""
+        return bool({w.lower() for w in re.findall(r"[A-Za-z]+", text)} & self.lex.kind_words.get(kind, frozenset()))
 
     def _names_the_tool(self, option: str) -> bool:
         """Every word of an enum option is a noun of the tool's own name (`BOOKS` of `books_volumes_list`)."""

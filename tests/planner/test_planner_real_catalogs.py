@@ -219,6 +219,14 @@ def test_a_count_of_the_things_a_list_returns_is_its_size_and_a_measure_is_not()
         assert options_of(tools, "files_list", request)["pageSize"].values == size, request
     assert not options_of(tools, "files_create", "Create 3 files named 'a'")["maxSize"].values  # not a list
 
+
+def test_an_untied_address_goes_to_an_identifier_described_as_taking_one_when_no_address_argument_is_free() -> None:
+    user = {"type": "string", "description": "Identifier of the invited user: the numeric id or the email address."}
+    tools = [rc.function("invitations_create", "Create an invitation", {"courseId": {"type": "string"},
+             "userId": user, "note": {"type": "string"}}, ["courseId"])]  # fmt: skip
+    options = options_of(tools, "invitations_create", "Invite li.ming@school.cn to course d:phys-8")
+    assert options["userId"].values == ("li.ming@school.cn",) and not options["note"].values
+
 def test_an_optional_id_of_the_thing_an_earlier_node_created_references_it() -> None:
     text = {"type": "string"}
     out = {"type": "object", "properties": {"id": text, "name": text}}
