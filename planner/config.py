@@ -95,7 +95,8 @@ class SelectionConfig(BaseModel):
     )
     embed_without: frozenset[str] = Field(
         default=frozenset(
-            {"quoted", "email", "url", "phone", "date", "datetime", "time", "number", "expression", "coordinates"}
+            {"quoted", "filename", "email", "url", "phone", "date", "datetime", "time", "number", "expression"}
+            | {"coordinates"}
         ),
         description="Value kinds (planner/values.py) left out of the request and its steps where they are compared "
         "with the tools' texts: a value says which parameter takes it (the value-kind fit), not which tool the "

@@ -219,7 +219,7 @@ def _seed(
         if isinstance(schema, dict)
         for o in schema.get("enum", [])
     }
-    kinds = ("phrase", "quoted", "ngram", "email", "phone", "url", "code")  # a name, or what identifies the thing
+    kinds = ("phrase", "quoted", "filename", "ngram", "email", "phone", "url", "code")  # a name, or what identifies it
     names = [c for c in values.strings() if c.kind in kinds and c.value not in used]
     names = [c for c in names if not names_tools(c) and str(c.value).lower() not in options]
     inside = [c for c in names if span is None or c.start < 0 or span[0] <= c.start < span[1]]
@@ -230,7 +230,7 @@ def _seed(
     # an address or a code identifies the thing better than quoted text, which is more often the new value
     # ("the contact with e-mail x@y.cn: rename it to '王丽'")
     shaped = [c for c in inside if (c.kind in _ADDRESSES and _finds_by(producer, c.kind)) or _id_code(c)]
-    shaped = shaped or [c for c in inside if c.kind == "quoted"]
+    shaped = shaped or [c for c in inside if c.kind in ("quoted", "filename")]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
     return str(ranked[0].value) if ranked else None
@@ -323,7 +323,7 @@ def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[
         return {}
     lex = lexicon("en")
     inside = [c for c in values.strings() if span is None or c.start < 0 or span[0] <= c.start < span[1]]
-    names = [c for c in inside if c.kind in ("phrase", "quoted") and c.written]
+    names = [c for c in inside if c.kind in ("phrase", "quoted", "filename") and c.written]
     out: dict[str, str] = {}
     for arg in tool.arg_names():
         schema = tool.properties.get(arg)

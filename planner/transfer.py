@@ -34,12 +34,13 @@ _PLACEHOLDER = {
     "coordinates": "<point>",  # a written "lat,lng" pair (its latitude and longitude are inside it)
     "code": "<code>",
     "quoted": "<text>",
+    "filename": "<file>",
     "phrase": "<name>",
     "list": "<list>",
     "object": "<object>",
 }
 _CLASS = {"datetime": "date", "expression": "number"}
-_STRINGS = ("phrase", "quoted", "code", "email", "url", "phone", "ngram")
+_STRINGS = ("phrase", "quoted", "filename", "code", "email", "url", "phone", "ngram")
 
 
 def template(values: RequestValues) -> str:

@@ -11,10 +11,10 @@ import re
 from typing import Any
 
 from planner.argkinds import ArgKind
-from planner.values import Candidate
+from planner.values import FILENAME, Candidate
 
 ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
-TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression")
+TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression", "filename")
 
 _SHAPES = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
@@ -25,7 +25,7 @@ _SHAPES = (
 
 def shape(c: Candidate) -> str:
     """What a value looks like whatever found it: a quoted '123-456-7890' is a phone number."""
-    if c.kind in ("email", "url", "phone", "code"):
+    if c.kind in ("email", "url", "phone", "code", "filename"):  # (a file's name is a name: never an id)
         return c.kind
     if c.iso and c.kind in ("date", "datetime", "time"):  # "2027-01-19" is a date, not a phone number or an id
         return c.kind
@@ -34,6 +34,8 @@ def shape(c: Candidate) -> str:
     text = str(c.value).strip() if c.is_string else ""
     if written := written_shape(text):
         return written
+    if c.kind == "quoted" and FILENAME.fullmatch(text):  # 'report_2025.pdf': a file's name
+        return "filename"
     if c.kind == "quoted" and " " not in text and any(ch.isdigit() for ch in text):
         return "code"
     return c.kind

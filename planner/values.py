@@ -40,6 +40,12 @@ CODE = re.compile(
     r"(?<![\w:-])(?=[\w:-]*\d)(?=[\w:-]*[A-Za-z])[A-Za-z0-9]+(?:[-_:][A-Za-z0-9]+)*(?![\w-]|:\w)"
     r"|\b[A-Z]{2,}-[A-Z0-9]+\b"
 )
+# a file's name by its extension ("Q3 report.pdf" is quoted when it has spaces)
+_EXTENSIONS = (
+    "pdf|docx?|xlsx?|pptx?|odt|ods|csv|tsv|txt|md|rtf|json|xml|ya?ml|zip|tar|gz|tgz|7z|rar"
+    "|png|jpe?g|gif|svg|webp|mp3|wav|mp4|mov|avi"
+)
+FILENAME = re.compile(rf"(?<![\w@./-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS})(?![\w.-])", re.IGNORECASE)
 COORDINATES = re.compile(r"(?<![\w.])(-?\d{1,2}\.\d{2,})\s*,\s*(-?\d{1,3}\.\d{2,})(?!\w|\.\d)")
 EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")
@@ -126,6 +132,10 @@ def extract(request: str, today: date) -> RequestValues:
             claim(m.start(), m.end())
     for start, end, items in _quoted_lists(request):
         found.append(Candidate(items, "list", start, end))
+    for m in FILENAME.finditer(request):  # "old_backup_2025.zip": a file's name (never its id, nor a host)
+        if free(m.start(), m.end()):
+            found.append(Candidate(m.group(0), "filename", m.start(), m.end()))
+            claim(m.start(), m.end())
     for pattern, kind in ((EMAIL, "email"), (URL, "url"), (HOST, "url")):  # (a bare host name: "send.shop.io")
         for m in pattern.finditer(request):
             if free(m.start(), m.end()):

@@ -320,6 +320,21 @@ def test_a_lookup_that_cannot_find_by_e_mail_is_seeded_with_the_name_and_the_add
     assert result.selection["proposed"] == ["files_list", "permissions_create"]
     assert [lk["seed"] for lk in result.selection["lookups"]] == ["Q3 Budget"]
 
+
+def test_a_file_name_is_a_name_to_look_up_never_the_files_id() -> None:
+    text = {"type": "string"}
+    files = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "object",
+             "properties": {"id": text, "name": text}}}}}  # fmt: skip
+    tools = [
+        rc.function("files_list", "Lists the user's files.", {"q": text}, [], files),
+        rc.function("files_delete", "Deletes a file.", {"fileId": text}, ["fileId"]),
+    ]
+    values = extract("Permanently delete old_backup_2025.zip from my Drive", TODAY)
+    assert [(c.kind, c.value) for c in values.candidates if c.kind == "filename"] == [("filename", "old_backup_2025.zip")]
+    result = plan(service(FakePlannerLLM()), "Permanently delete old_backup_2025.zip from my Drive", tools)
+    assert result.selection["proposed"] == ["files_list", "files_delete"]
+    assert [lk["seed"] for lk in result.selection["lookups"]] == ["old_backup_2025.zip"]
+
 # declared formats -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("schema", "hint", "expected"),
