@@ -21,6 +21,9 @@ STRICTER: dict[Grounding, Grounding] = {
     "grounded": "strict",
     "strict": "strict",
 }
+# a reference the model wrote itself (as free text: the grammar offers only earlier nodes' outputs) to its
+# own node, a node not in the plan, or round a cycle
+_REFERENCE_ISSUES = frozenset({"self_reference", "dangling_reference", "cycle"})
 LOOSER: dict[Grounding, Grounding] = {"strict": "grounded", "grounded": "hybrid", "hybrid": "free", "free": "free"}
 
 
@@ -55,8 +58,10 @@ class RetryPlan:
     ) -> RetryPlan:
         """Each rejected literal value leaves its argument's options. When every issue was a value of the
         request itself (one of the candidates), the grounding stays: another candidate may be right, and
-        a looser grammar would let the model write the rejected value again. Otherwise it loosens one
-        step (the right value may be outside the candidates)."""
+        a looser grammar would let the model write the rejected value again. When every issue is a
+        reference the model wrote as free text ("$n1.data.0.origin" inside node n1, copied from an
+        example), it tightens one step, so that only the request's values and the offered references can
+        be written. Otherwise it loosens one step (the right value may be outside the candidates)."""
         error = report.error
         excluded = {k: list(v) for k, v in self.excluded.items()}
         nodes = {n["id"]: n for n in candidate.get("nodes", [])}
@@ -69,7 +74,12 @@ class RetryPlan:
             if node is not None and arg in node.get("args", {}) and not isinstance(node["args"][arg], dict):
                 excluded.setdefault(arg, []).append(node["args"][arg])
                 removed += node["args"][arg] in own
-        grounding = self.grounding if issues and removed == len(issues) else LOOSER[self.grounding]
+        if issues and all(issue.code in _REFERENCE_ISSUES for issue in issues):
+            grounding = STRICTER[self.grounding]  # a reference written as free text: no free text this time
+        elif issues and removed == len(issues):
+            grounding = self.grounding
+        else:
+            grounding = LOOSER[self.grounding]
         changes = [f"grounding {grounding}", f"excluded {sum(len(v) for v in excluded.values())} rejected values"]
         return replace(
             self,

@@ -163,3 +163,15 @@ def test_find_cycle_through_depends_on() -> None:
     )
     assert find_cycle(cyclic)[0] == find_cycle(cyclic)[-1]
     assert find_cycle(plan(node("n1", "get_weather"), node("n2", "get_weather", depends_on=["n1"]))) == []
+
+
+def test_a_reference_the_model_wrote_to_its_own_node_makes_the_retry_stricter(validator: PlanValidator) -> None:
+    from planner.retries import RetryPlan
+    from planner.values import extract
+
+    request = "Flights from Shanghai to Hangzhou on 2027-06-20"
+    bad = {"nodes": [node("n1", "search_flights", {**FLIGHT, "origin": "$n1.flights.0.origin"})]}
+    report = validator.validate(bad)
+    assert report.error is not None and codes(report.error.issues) == {"self_reference"}
+    retry = RetryPlan("grounded").after_invalid_plan(bad, report, extract(request, TODAY), "")
+    assert retry.grounding == "strict" and not retry.use_skeleton  # request values and offered references only
