@@ -46,7 +46,8 @@ _EXTENSIONS = (
     "|png|jpe?g|gif|svg|webp|mp3|wav|mp4|mov|avi"
 )
 FILENAME = re.compile(rf"(?<![\w@./-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS})(?![\w.-])", re.IGNORECASE)
-COORDINATES = re.compile(r"(?<![\w.])(-?\d{1,2}\.\d{2,})\s*,\s*(-?\d{1,3}\.\d{2,})(?!\w|\.\d)")
+# a "lat,lng" pair, bounded by what is not an ASCII letter or digit (\w would refuse "从31.2304,121.4737到")
+COORDINATES = re.compile(r"(?<![A-Za-z0-9_.])(-?\d{1,2}\.\d{2,})\s*,\s*(-?\d{1,3}\.\d{2,})(?![A-Za-z0-9_]|\.\d)")
 EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")
 

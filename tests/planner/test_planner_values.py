@@ -83,3 +83,9 @@ def test_tool_verbs_from_names() -> None:
     assert tool_verb("Buses.BuyBusTicket") == "buy"
     assert tool_verb("get_weather") == "get"
     assert tool_verb("ReserveRestaurant") == "reserve"
+
+
+def test_a_coordinate_pair_between_chinese_characters_is_read() -> None:
+    points = [c.value for c in extract("计算从31.2304,121.4737到30.2741,120.1551的最短驾车路线。", TODAY).candidates
+              if c.kind == "coordinates"]  # fmt: skip
+    assert points == ["31.2304,121.4737", "30.2741,120.1551"]
