@@ -95,6 +95,12 @@ def described_options(schema: Any) -> tuple[str, ...]:
     return options if len(options) >= 2 else ()
 
 
+def names_kind(text: str, kind: str) -> bool:
+    """The text names a value kind by one of the lexicon's `kind_words` ("the email address of the user")."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", text)}
+    return bool(words & lexicon(_WORDS_OF_NAME).kind_words.get(kind, frozenset()))
+
+
 def classify(arg: str, schema: Any) -> ArgKind:
     """The kind of value `arg` takes (schema: its JSON Schema; anything else counts as untyped)."""
     lex = lexicon(_WORDS_OF_NAME)

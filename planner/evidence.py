@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from planner.argkinds import ArgKind, classify, described_options, ordered_tokens
+from planner.argkinds import ArgKind, classify, described_options, names_kind, ordered_tokens
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
 from planner.flat_args import field_depth
@@ -172,7 +172,7 @@ class NodeEvidence:
         of the user")."""
         schema = tool.properties.get(arg)
         text = str(schema.get("description", "")) if isinstance(schema, dict) else ""
-        return bool({w.lower() for w in re.findall(r"[A-Za-z]+", text)} & self.lex.kind_words.get(kind, frozenset()))
+        return names_kind(text, kind)
 
     def _names_the_tool(self, option: str) -> bool:
         """Every word of an enum option is a noun of the tool's own name (`BOOKS` of `books_volumes_list`)."""

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from planner.argkinds import classify, ordered_tokens
+from planner.argkinds import classify, names_kind, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
@@ -179,7 +179,6 @@ def _finds_by(producer: ToolDef, kind: str) -> bool:
     a filter object (`{"field": "email", "value": ...}`: planner/query_filters.py), or its text names the
     kind. A drive's file search by a text query cannot: "Share the 'Q3 Budget' spreadsheet with
     maria@example.com" looks the file up by its name, and the address is the call's own value."""
-    lex = lexicon("en")
     for name, schema in producer.properties.items():
         if classify(name, schema).kind == kind or filter_object(schema) is not None:
             return True
@@ -187,8 +186,7 @@ def _finds_by(producer: ToolDef, kind: str) -> bool:
         producer.description,
         *(str(s.get("description", "")) for s in producer.properties.values() if isinstance(s, dict)),
     ]
-    said = {w.lower() for text in texts for w in re.findall(r"[A-Za-z]+", text)}
-    return bool(said & lex.kind_words.get(kind, frozenset()))
+    return names_kind(" ".join(texts), kind)
 
 
 def _seed(
