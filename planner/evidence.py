@@ -26,12 +26,17 @@ is *missing*: the planner answers `needs_input` instead of inventing it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from planner.arg_options import (
+    ArgOptions,
+    one_option_one_argument,
+    taken_by_required,
+    unwritable,
+)
 from planner.argkinds import ArgKind, classify, described_options, names_kind, ordered_tokens
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
@@ -44,26 +49,6 @@ from planner.ties import Ties
 from planner.upstream import Upstream, could_supply, entity_id_refs, same_named_refs
 from planner.value_shapes import fits_type, named_only, number_of, numeric, shape, shaped_as
 from planner.values import Candidate, RequestValues
-
-
-@dataclass(frozen=True)
-class ArgOptions:
-    """What one argument of one node may be written with.
-
-    `typed`: `values` replace the request's generic candidates in the grammar (dates, identifiers,
-    mapped enums, flags, evidence of an optional argument); `closed`: nothing else may be written (no
-    free-value detour); `refs`: the only references offered when not empty (a lookup's output)."""
-
-    name: str
-    required: bool
-    kind: ArgKind
-    values: tuple[Any, ...] = ()
-    refs: tuple[str, ...] = ()
-    typed: bool = False
-    closed: bool = False
-    supported: bool = True
-    missing: str | None = None
-    unwritable: bool = False  # deprecated, or the service's own (read-only): never written, whatever is said
 
 
 class NodeEvidence:
@@ -92,8 +77,8 @@ class NodeEvidence:
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
-        self._one_option_one_argument(out)
-        self._taken_by_required(out)
+        one_option_one_argument(out)
+        taken_by_required(out)
         self._untied(out, tool)
         self._money(tool, out)
         for arg, options in out.items():
@@ -101,33 +86,6 @@ class NodeEvidence:
             if self.defaults and not options.supported and isinstance(schema, dict) and "default" in schema:
                 out[arg] = ArgOptions(arg, False, options.kind, (schema["default"],), typed=True, closed=True)
         return out
-
-    @staticmethod
-    def _one_option_one_argument(out: dict[str, ArgOptions]) -> None:
-        """A word that names an option of two optional enums ("full details": `filter: full` and
-        `projection: FULL`) does not say which one it sets: neither is written."""
-        named: dict[str, list[str]] = {}
-        for arg, options in out.items():
-            if options.kind.kind == "enum" and not options.required and len(options.values) == 1:
-                named.setdefault(str(options.values[0]).lower(), []).append(arg)
-        for args in named.values():
-            for arg in args if len(args) > 1 else ():
-                out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
-
-    @staticmethod
-    def _taken_by_required(out: dict[str, ArgOptions]) -> None:
-        """A value that is the only one a required argument takes ("Archive the course d:art-12": `id`) is
-        that argument's, not also an optional one's (`name`)."""
-        taken = {
-            json.dumps(o.values[0], sort_keys=True)
-            for o in out.values()
-            if o.required and o.closed and len(o.values) == 1 and not o.refs
-        }
-        for arg, options in out.items():
-            if options.required or not options.values:
-                continue
-            if all(json.dumps(v, sort_keys=True) in taken for v in options.values):
-                out[arg] = replace(options, values=(), typed=True, closed=True, supported=False)
 
     def _untied(self, out: dict[str, ArgOptions], tool: ToolDef) -> None:
         """An address no argument's name or role ties ("Email ana@example.com ...") goes to the first
@@ -148,7 +106,7 @@ class NodeEvidence:
                 and not options.required  # (a required one is offered every candidate anyway)
                 and not options.values
                 and not options.refs
-                and _open(options)
+                and not options.unwritable
             ]
             if named:  # the least nested first (`body.summary` before `body.attachments.0.title`)
                 arg = min(named, key=field_depth)
@@ -159,7 +117,7 @@ class NodeEvidence:
                     continue
                 if any(o.values == (c.value,) for o in out.values()):
                     continue  # (an identifier offered every value of its shape has not taken it)
-                free = [a for a, o in out.items() if not o.values and not o.refs and _open(o)]
+                free = [a for a, o in out.items() if not o.values and not o.refs and not o.unwritable]
                 takers = [a for a in free if out[a].kind.kind == address] or [
                     a for a in free if out[a].kind.is_identifier and self._described_as(tool, a, address)
                 ]  # "Invite li.ming@school.cn": `userId`, "the email address of the user" one of its forms
@@ -222,7 +180,7 @@ class NodeEvidence:
         required = arg in tool.required if required is None else required
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
-        if not required and _unwritable(schema):  # a deprecated one's replacement is the one to write
+        if not required and unwritable(schema):  # a deprecated one's replacement is the one to write
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)
         # (an optional argument takes no same-named output: a filler more often than not; only the id of the
         # thing an earlier node created or found, when the argument names that thing: `segment_id`)
@@ -456,31 +414,6 @@ def _counterparts(a: str, b: str) -> bool:
     `timeMin` / `timeMax` (the two ends of one span)."""
     x, y = ordered_tokens(a), ordered_tokens(b)
     return len(x) == len(y) and sum(1 for i, j in zip(x, y, strict=True) if i != j) == 1
-
-
-def _open(options: ArgOptions) -> bool:
-    """The argument may still be given a value (not deprecated, not the service's own)."""
-    return not options.unwritable
-
-
-_OUTPUT_ONLY = re.compile(r"(?:^|[.!]\s+)(?:read-only|output only)\b", re.IGNORECASE)
-
-
-def _unwritable(schema: Mapping[str, Any]) -> bool:
-    """The schema marks the argument deprecated (`deprecated: true`, or a description that opens with
-    "Deprecated", as OpenAPI documents and the importer write it) or as the service's to write (`readOnly`,
-    or a sentence of its description that opens with "Read-only" or "Output only", as Google's do: a
-    course's `courseGroupEmail`, an attendee's `organizer`)."""
-    description = schema.get("description")
-    described = isinstance(description, str) and (
-        description.lstrip().lower().startswith("deprecated") or bool(_OUTPUT_ONLY.search(description))
-    )
-    return schema.get("deprecated") is True or schema.get("readOnly") is True or described
-
-
-def missing_inputs(options: Mapping[str, ArgOptions]) -> dict[str, str]:
-    """Argument → why it is missing, for the required arguments nothing can fill."""
-    return {name: o.missing for name, o in options.items() if o.required and o.missing}
 
 
 def _kind_words(kind: str) -> str:

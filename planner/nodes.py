@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contract.demonstrations import Demonstration
+from planner.arg_options import ArgOptions, missing_inputs
 from planner.argkinds import classify, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import PlannerConfig
@@ -21,7 +22,7 @@ from planner.dataflow import LearnedRule, References, learned_references, refere
 from planner.decoding import NodeTurn
 from planner.demos import skeleton_refs
 from planner.drafting import cued, draft_args
-from planner.evidence import ArgOptions, NodeEvidence, missing_inputs
+from planner.evidence import NodeEvidence
 from planner.flat_args import siblings
 from planner.lexicon import lexicon
 from planner.packs import DomainPack

@@ -1,0 +1,82 @@
+"""What one argument of one node may be written with (`ArgOptions`, decided by planner/evidence.py), and
+the rules that settle a node's options against each other once each argument has its own: one word
+naming options of two enums sets neither, a value a required argument alone takes is not also an
+optional one's; which arguments a schema keeps for the service (deprecated, read-only); which required
+ones nothing can fill."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from planner.argkinds import ArgKind
+
+
+@dataclass(frozen=True)
+class ArgOptions:
+    """What one argument of one node may be written with.
+
+    `typed`: `values` replace the request's generic candidates in the grammar (dates, identifiers,
+    mapped enums, flags, evidence of an optional argument); `closed`: nothing else may be written (no
+    free-value detour); `refs`: the only references offered when not empty (a lookup's output)."""
+
+    name: str
+    required: bool
+    kind: ArgKind
+    values: tuple[Any, ...] = ()
+    refs: tuple[str, ...] = ()
+    typed: bool = False
+    closed: bool = False
+    supported: bool = True
+    missing: str | None = None
+    unwritable: bool = False  # deprecated, or the service's own (read-only): never written, whatever is said
+
+
+def one_option_one_argument(out: dict[str, ArgOptions]) -> None:
+    """A word that names an option of two optional enums ("full details": `filter: full` and
+    `projection: FULL`) does not say which one it sets: neither is written."""
+    named: dict[str, list[str]] = {}
+    for arg, options in out.items():
+        if options.kind.kind == "enum" and not options.required and len(options.values) == 1:
+            named.setdefault(str(options.values[0]).lower(), []).append(arg)
+    for args in named.values():
+        for arg in args if len(args) > 1 else ():
+            out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
+
+
+def taken_by_required(out: dict[str, ArgOptions]) -> None:
+    """A value that is the only one a required argument takes ("Archive the course d:art-12": `id`) is
+    that argument's, not also an optional one's (`name`)."""
+    taken = {
+        json.dumps(o.values[0], sort_keys=True)
+        for o in out.values()
+        if o.required and o.closed and len(o.values) == 1 and not o.refs
+    }
+    for arg, options in out.items():
+        if options.required or not options.values:
+            continue
+        if all(json.dumps(v, sort_keys=True) in taken for v in options.values):
+            out[arg] = replace(options, values=(), typed=True, closed=True, supported=False)
+
+
+_OUTPUT_ONLY = re.compile(r"(?:^|[.!]\s+)(?:read-only|output only)\b", re.IGNORECASE)
+
+
+def unwritable(schema: Mapping[str, Any]) -> bool:
+    """The schema marks the argument deprecated (`deprecated: true`, or a description that opens with
+    "Deprecated", as OpenAPI documents and the importer write it) or as the service's to write (`readOnly`,
+    or a sentence of its description that opens with "Read-only" or "Output only", as Google's do: a
+    course's `courseGroupEmail`, an attendee's `organizer`)."""
+    description = schema.get("description")
+    described = isinstance(description, str) and (
+        description.lstrip().lower().startswith("deprecated") or bool(_OUTPUT_ONLY.search(description))
+    )
+    return schema.get("deprecated") is True or schema.get("readOnly") is True or described
+
+
+def missing_inputs(options: Mapping[str, ArgOptions]) -> dict[str, str]:
+    """Argument → why it is missing, for the required arguments nothing can fill."""
+    return {name: o.missing for name, o in options.items() if o.required and o.missing}
