@@ -20,6 +20,10 @@ Conventions (the HTTP caller and the benchmark data rely on them):
   An operation whose only body is not JSON is imported without a body when the body is optional,
   and skipped (listed in `skipped`) when it is required. A body whose properties would take the tool
   past `ImportLimits.max_arguments` (the planner's catalog limit) stays whole, one argument `body`.
+- an operation with more arguments than that bound (Spotify's and YouTube's searches have 40 and more
+  query parameters) keeps every required argument and then the optional ones in declared order,
+  deprecated ones last, up to the bound; the ones left out are named in `skipped`. Only an operation
+  with more *required* arguments than the bound is not imported.
 - required arguments: the required parameters (path parameters always), plus the body's required
   properties when the request body is required.
 - the tool name is the operationId with every character outside `[A-Za-z0-9_-]` replaced by `_`,
@@ -29,7 +33,7 @@ Conventions (the HTTP caller and the benchmark data rely on them):
   date-time…), allowed values, default, example and bounds (openapi_schema.describe_argument).
 - the output schema is the schema of the first 2xx response with JSON content.
 
-Bounds (`ImportLimits`): bytes, operations, arguments per tool, `$ref` expansions and depth, schema
+Bounds (`ImportLimits`): bytes, operations, `$ref` expansions and depth, schema
 objects after expansion; past one the whole document is refused with `OpenApiInvalidError` (400,
 `openapi_invalid`) naming the first problems. Each tool is then checked by the planner's own catalog
 validation; where its output or argument schemas are too deep or too large for it, the deepest
@@ -61,6 +65,7 @@ METHODS = ("get", "put", "post", "patch", "delete", "head")
 TOOL_DESCRIPTION_CHARS = 600
 ARGUMENT_DEPTHS = (4, 3, 2, 1, 0)  # levels of structure kept in argument schemas, deepest first
 OUTPUT_DEPTHS = (3, 2, 1, 0)
+MAX_NAMES_SHOWN = 8  # left-out argument names listed per operation
 _NOT_TOOL_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 _NOT_ARG_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
@@ -81,7 +86,9 @@ class OpenApiImport:
     version: str  # the document's `openapi` version, "3.0" or "3.1"
     servers: tuple[str, ...]
     tools: tuple[ImportedTool, ...]
-    skipped: tuple[str, ...] = field(default=())  # operations not imported, each with its reason
+    # what was left out, each with its reason: operations not imported, and optional arguments past the
+    # bound of an operation that was
+    skipped: tuple[str, ...] = field(default=())
 
     def openai_tools(self) -> list[dict[str, Any]]:
         return [t.tool for t in self.tools]
@@ -124,6 +131,7 @@ class _Importer:
         self.schemas = SchemaConverter(document, version, limits)
         self.credentials = _credential_parameters(document)
         self.names: set[str] = set()
+        self.partial: list[str] = []  # operations imported without some optional arguments, and which
 
     def run(self) -> OpenApiImport:
         operations = list(self._operations())
@@ -141,6 +149,7 @@ class _Importer:
                 tools.append(self._tool(path, method, operation, shared))
             except _Skip as why:
                 skipped.append(f"{method.upper()} {path} ({operation['operationId']}): {why}")
+        skipped.extend(self.partial)
         info = as_object(self.document.get("info"))
         servers = tuple(
             str(s["url"])
@@ -162,7 +171,8 @@ class _Importer:
         operation_id = str(operation["operationId"])
         name = self._tool_name(operation_id)
         for arg_depth, out_depth in zip(ARGUMENT_DEPTHS, (*OUTPUT_DEPTHS, 0), strict=True):
-            arguments, body_mode = self._arguments(operation, shared, arg_depth)
+            declared, body_mode = self._arguments(operation, shared, arg_depth)
+            arguments = self._within_bound(declared)
             output = self._output(operation, out_depth)
             tool = self._openai_tool(name, operation, arguments, output)
             if arg_depth and not _fits_catalog(tool):
@@ -172,6 +182,14 @@ class _Importer:
                 break
         else:
             raise OpenApiInvalidError([f"{operation_id}: {p}" for p in problems])
+        kept = {a.name for a in arguments}
+        left_out = [a.name for a in declared if a.name not in kept]
+        if left_out:
+            self.partial.append(
+                f"{method.upper()} {path} ({operation_id}): {len(left_out)} optional arguments past the bound of "
+                f"{self.limits.max_arguments} left out: {', '.join(left_out[:MAX_NAMES_SHOWN])}"
+                + (" …" if len(left_out) > MAX_NAMES_SHOWN else "")
+            )
         binding = HttpBinding(
             method=method.upper(),  # type: ignore[arg-type]
             path=path,
@@ -243,11 +261,21 @@ class _Importer:
             where = ArgumentBinding(argument=arg, location=location, name=wire)  # type: ignore[arg-type]
             arguments.append(_Argument(arg, schema, required, where))
         body_mode = self._body(operation, depth, arguments, taken)
-        if len(arguments) > self.limits.max_arguments:
-            raise OpenApiInvalidError(
-                [f"{operation['operationId']}: {len(arguments)} arguments, at most {self.limits.max_arguments}"]
-            )
         return arguments, body_mode
+
+    def _within_bound(self, arguments: list[_Argument]) -> list[_Argument]:
+        """At most `max_arguments`: every required argument, then the optional ones in declared order,
+        deprecated ones last. An operation with more required arguments than the bound is skipped."""
+        bound = self.limits.max_arguments
+        if len(arguments) <= bound:
+            return arguments
+        required = [a for a in arguments if a.required]
+        if len(required) > bound:
+            raise _Skip(f"{len(required)} required arguments, at most {bound}")
+        optional = [a for a in arguments if not a.required]
+        optional.sort(key=lambda a: a.schema.get("description", "").startswith("Deprecated."))  # stable
+        kept = {a.name for a in [*required, *optional[: bound - len(required)]]}
+        return [a for a in arguments if a.name in kept]
 
     def _parameter_schema(self, param: dict[str, Any], depth: int) -> Schema:
         raw = param.get("schema")

@@ -347,13 +347,25 @@ def test_operations_over_the_bound_are_refused_before_the_spec_validator() -> No
         import_openapi(json.dumps(doc(paths)), ImportLimits(max_operations=5))
 
 
-def test_the_argument_bound_refuses_the_document() -> None:
-    params = [{"name": f"p{i}", "in": "query", "schema": {"type": "string"}} for i in range(5)]
-    with pytest.raises(OpenApiInvalidError, match="many: 5 arguments, at most 4"):
-        import_openapi(
-            json.dumps(doc({"/m": {"get": {"operationId": "many", "parameters": params, "responses": OK}}})),
-            ImportLimits(max_arguments=4),
-        )
+def test_an_operation_past_the_argument_bound_keeps_required_then_declared_optional_arguments() -> None:
+    """A search with more query parameters than the planner's catalog takes (Spotify's, YouTube's) is still a
+    tool: its required arguments, then optional ones in declared order with deprecated ones last, up to the
+    bound; the rest are named in `skipped`. Only more *required* arguments than the bound skip the operation."""
+    params = [{"name": "q", "in": "query", "required": True, "schema": {"type": "string"}}]
+    params += [{"name": "old", "in": "query", "deprecated": True, "schema": {"type": "string"}}]
+    params += [{"name": f"p{i}", "in": "query", "schema": {"type": "string"}} for i in range(5)]
+    wide = [{"name": f"r{i}", "in": "query", "required": True, "schema": {"type": "string"}} for i in range(5)]
+    paths = {
+        "/m": {"get": {"operationId": "many", "parameters": params, "responses": OK}},
+        "/w": {"get": {"operationId": "wide", "parameters": wide, "responses": OK}},
+    }
+    imported = import_openapi(json.dumps(doc(paths)), ImportLimits(max_arguments=4))
+    (tool,) = imported.tools
+    parameters = tool.tool["function"]["parameters"]
+    assert list(parameters["properties"]) == ["q", "p0", "p1", "p2"] and parameters["required"] == ["q"]
+    assert [a.argument for a in tool.binding.arguments] == ["q", "p0", "p1", "p2"]
+    assert any("(wide): 5 required arguments, at most 4" in s for s in imported.skipped)
+    assert any("(many): 3 optional arguments past the bound of 4 left out: old, p3, p4" in s for s in imported.skipped)
 
 
 def test_ref_expansions_and_schema_nodes_are_bounded_over_the_whole_document() -> None:
