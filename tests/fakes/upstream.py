@@ -118,7 +118,10 @@ class ServerThread:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ServerThread:
-        config = uvicorn.Config(self._app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        # Streams a test leaves open (followers of a run that never ends) are cut 2 s into shutdown.
+        config = uvicorn.Config(
+            self._app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
