@@ -62,13 +62,24 @@ def timeish(arg: str, lex: Lexicon | None = None) -> bool:
 
 
 def identifier_like(arg: str, schema: dict[str, Any], lex: Lexicon | None = None) -> bool:
-    """The argument names an identifier: its last word is one (`customerId`, `order_uuid`) or its format
-    is `uuid`."""
+    """The argument names an identifier: its last word is one (`customerId`, `order_uuid`), its format is
+    `uuid`, or its description opens by saying it is one ("Globally unique identifier for the project." of
+    Asana's `project_gid`)."""
     lex = lex or lexicon(_WORDS_OF_NAME)
     if schema.get("format") == "uuid":
         return True
     tokens = ordered_tokens(arg)
-    return bool(tokens) and tokens[-1] in lex.identifier_words
+    return bool(tokens) and (tokens[-1] in lex.identifier_words or described_identifier(schema, lex))
+
+
+_ID_OPENING = re.compile(r"^\W*(?:(?:the|a|an|globally|universally|unique|numeric|string)\s+){0,3}(\w+)\b", re.I)
+
+
+def described_identifier(schema: dict[str, Any], lex: Lexicon) -> bool:
+    """The description's opening noun phrase is an identifier ("The unique identifier of the domain record.",
+    "Globally unique identifier for the task."): what the argument's name calls it (`gid`, `key`) notwithstanding."""
+    opening = _ID_OPENING.match(str(schema.get("description", "")))
+    return opening is not None and opening.group(1).lower() in lex.identifier_words | {"identifier"}
 
 
 _OPTIONS_INTRO = re.compile(

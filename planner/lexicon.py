@@ -9,6 +9,7 @@ A request is read with the lexicon of the script it is written in (`language_of`
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import snowballstemmer
 import yaml
 
 LEXICON_DIR = Path(__file__).resolve().parent.parent / "configs" / "lexicon"
@@ -101,6 +103,7 @@ class Lexicon:
     flag_words: frozenset[str] = frozenset()
     suffixes: tuple[str, ...] = ()
     final: str = ""
+    stemmer: str = ""  # a Snowball algorithm ("english"); when set it stems instead of `suffixes`/`final`
     iso_words: frozenset[str] = frozenset()
     date_patterns: tuple[re.Pattern[str], ...] = ()  # named groups year?, month, day (languages without month names)
     time_patterns: tuple[re.Pattern[str], ...] = ()  # named groups hour, minute?, half?, period?
@@ -111,8 +114,12 @@ class Lexicon:
     def stem(self, word: str) -> str:
         """A crude stem: a plural `s` removed first (so that a plural stems as its singular: "methods" and
         "method" → "metho"), then the longest listed suffix when at least 3 letters stay (never the `s` of
-        "address" or "status"), then one `final` letter ("issued" → "issu", "issue" → "issu")."""
+        "address" or "status"), then one `final` letter ("issued" → "issu", "issue" → "issu"). With a
+        `stemmer`, the Snowball stemmer of that language instead, which also meets derived forms ("announce"
+        and "announcements", "invite" and "invitations", "assign" and "assignment")."""
         word = word.lower()
+        if self.stemmer:
+            return _snowball_stem(self.stemmer, word)
         if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 4:
             word = word[:-1]
         for suffix in self.suffixes:
@@ -197,6 +204,7 @@ def _load(path: Path, language: str) -> Lexicon:
         flag_words=_words(data.get("flag_words")),
         suffixes=tuple(sorted(_words(data.get("suffixes")), key=len, reverse=True)),
         final=str(data.get("final") or "").replace(" ", ""),
+        stemmer=_stemmer_name(data.get("stemmer")),
         iso_words=_words(data.get("iso_words")),
         date_patterns=tuple(re.compile(p) for p in data.get("date_patterns") or ()),
         time_patterns=tuple(re.compile(p) for p in data.get("time_patterns") or ()),
@@ -204,6 +212,25 @@ def _load(path: Path, language: str) -> Lexicon:
         gloss=MappingProxyType({str(k): str(v) for k, v in (data.get("gloss") or {}).items()}),
         segmented=segmented,
     )
+
+
+_stemmers = threading.local()  # a Snowball stemmer object keeps state while it stems: one per thread
+
+
+def _stemmer_name(value: Any) -> str:
+    name = str(value or "")
+    if name and name not in snowballstemmer.algorithms():
+        raise ValueError(f"unknown Snowball stemmer {name!r}")
+    return name
+
+
+@lru_cache(maxsize=65536)
+def _snowball_stem(algorithm: str, word: str) -> str:
+    own = getattr(_stemmers, algorithm, None)
+    if own is None:
+        own = snowballstemmer.stemmer(algorithm)
+        setattr(_stemmers, algorithm, own)
+    return str(own.stemWord(word))
 
 
 @lru_cache(maxsize=8)

@@ -190,8 +190,11 @@ def _by_output(
         leaf = ordered_tokens(parts[-1])
         parents = [w for part in parts[:-1] if not part.isdigit() for w in ordered_tokens(part)]
         strength = 0
-        bare = len(leaf) == 1 and leaf[0] in lex.identifier_words
-        names_entity = bool(entity) and (_contains(parents, entity, lex) or _contains(tool_words, entity, lex))
+        # an identifier field: `id`, or the word the argument itself calls its identifier (`gid` of `project_gid`)
+        bare = len(leaf) == 1 and (leaf[0] in lex.identifier_words or (identifier and leaf == arg_words[-1:]))
+        names_entity = bool(entity) and (
+            _contains(parents, entity, lex) or _contains(tool_words, entity, lex) or _finds_kind(tool, entity, lex)
+        )
         if _norm(leaf, lex) == _norm(arg_words, lex) and (not bare or entity or shares_own):
             strength = 1  # a bare `id` matches a bare `id` only for the consumer's own thing
         elif identifier and bare and (names_entity or (shares_own and len(parts) <= 3)):
@@ -202,6 +205,19 @@ def _by_output(
         if strength and (best is None or strength < best.strength or shorter):
             best = Producer(tool.name, path, strength)
     return best
+
+
+def _finds_kind(tool: ToolDef, entity: list[str], lex: Lexicon) -> bool:
+    """A search over several kinds of thing that one argument chooses among (Asana's typeahead:
+    `resource_type` of project, task, user…): it finds the entity when one of those options is it."""
+    wanted = _norm(entity, lex)
+    for schema in tool.properties.values():
+        options = schema.get("enum") if isinstance(schema, dict) else None
+        if isinstance(options, list) and any(
+            isinstance(o, str) and _norm(ordered_tokens(o), lex) == wanted for o in options[:64]
+        ):
+            return True
+    return False
 
 
 def _by_description(

@@ -93,8 +93,18 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
                 if other != arg and classify(other, tool.properties.get(other)).is_identifier
             )
 
+        def elsewhere(c: Candidate) -> bool:  # "workspace 1201987654321" is the workspace's, not the project's
+            cue = c.cue.split()
+            word = cue[-1] if cue else ""
+            verbs = lex.action_verbs | lex.lookup_verbs | lex.mutating_verbs
+            return bool(word) and word not in lex.stopwords | verbs and not named(c) and word.isalpha()
+
         return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
-            (_id_code(c) or c.kind in addresses) and not claimed(c) or (c.kind == "number" and named(c)) for c in inside
+            (_id_code(c) or c.kind in addresses)
+            and not claimed(c)
+            and not elsewhere(c)
+            or (c.kind == "number" and named(c))
+            for c in inside
         )
     shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
     return any(named(c) for c in shaped)

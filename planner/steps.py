@@ -50,7 +50,15 @@ def _splitters(lex: Lexicon, verbs: set[str]) -> list[re.Pattern[str]]:
     before_verb = re.compile(rf"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:please\s+)?(?:{verb_alt})\b)", re.I)
     determiners = "|".join(sorted(lex.determiners)) or "(?!)"
     noun_phrase = re.compile(rf"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?=(?:{determiners})\s)", re.I)
-    return [sentence, lex.connectives, before_verb, noun_phrase]
+    unknown_verb = re.compile(rf"(?:,\s*(?:and\s+)?|\s+and\s+(?:also\s+)?)(?={_verb_before_object(lex).pattern})")
+    return [sentence, lex.connectives, before_verb, noun_phrase, unknown_verb]
+
+
+def _verb_before_object(lex: Lexicon) -> re.Pattern[str]:
+    """A lowercase word followed by what opens an object: a determiner, a pronoun or a quote ("…, and
+    announce 'First meeting'", "and leave a comment on them"). Read as a verb no list holds."""
+    determiners = "|".join(sorted(lex.determiners)) or "(?!)"
+    return re.compile(rf"[a-z]+\s+(?:(?:{determiners})\s|{lex.anaphora.pattern}|[\"'‘“])")
 
 
 def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
@@ -58,6 +66,7 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
     verbs = set(lex.action_verbs) | {v for v in extra_verbs if v.isalpha() and len(v) > 1}
     steps: list[Step] = []
     quoted = [(m.start(), m.end()) for m in QUOTED.finditer(request)]  # a step never ends inside quotes
+    verb_before_object = _verb_before_object(lex)
     for start, piece in _pieces(request, _splitters(lex, verbs), quoted):
         text = piece.strip(" ,.;:!?，。；：！？")
         lead = lex.polite_prefix.match(text)
@@ -65,8 +74,7 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
         text = text[lead.end() :].strip(" ,.;:!?，。；：！？") if lead else text
         if not text:
             continue
-        first = re.match(r"[A-Za-z]+", text)
-        word = first.group(0).lower() if first else ""
+        word = _opening_word(text)
         if steps and lex.segmented and word in lex.determiners:
             steps.append(Step(text, start + offset, start + offset + len(text), implicit=True))
             continue
@@ -74,6 +82,9 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
             last = steps[-1]  # a piece without a verb of its own ("主题“…”") is more of the step before
             steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
             continue
+        if steps and lex.segmented and word not in verbs | lex.stopwords and verb_before_object.match(text):
+            steps.append(Step(text, start + offset, start + offset + len(text), implicit=True))
+            continue  # a step only if a tool of its own fits it (planner/selection.py)
         if steps and lex.segmented and word not in verbs:
             last = steps[-1]
             steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
@@ -81,7 +92,15 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
         steps.append(Step(text, start + offset, start + offset + len(text)))
     if not steps:
         return [Step(request.strip(), 0, len(request))]
+    if len(steps) > 1 and lex.segmented and _opening_word(steps[0].text) in lex.stopwords - verbs:
+        first, second = steps[0], steps[1]  # "In course d:phys-12, add a topic …": the setting of the next step
+        steps[:2] = [Step(request[first.start : second.end], first.start, second.end)]
     return steps[:MAX_STEPS]
+
+
+def _opening_word(text: str) -> str:
+    first = re.match(r"[A-Za-z]+", text)
+    return first.group(0).lower() if first else ""
 
 
 def _pieces(

@@ -68,10 +68,29 @@ def test_steps_follow_sequencing_words_and_action_verbs() -> None:
 
 def test_a_step_never_ends_inside_quoted_text() -> None:
     request = "Share the slides with ana@acme.io and leave a comment on them: 'Ana, please review the milestones.'"
-    steps = split_steps(request)
-    assert len(steps) == 1 and steps[0].text.endswith("please review the milestones.'")
+    steps = split_steps(request)  # "please review" inside the quote opens no step
+    assert [s.text for s in steps][-1] == "leave a comment on them: 'Ana, please review the milestones.'"
     two = split_steps('Email bob "Hi, then call me" and then delete the draft')
     assert [s.text for s in two] == ['Email bob "Hi, then call me"', "delete the draft"]
+
+
+def test_a_word_no_list_holds_opens_an_implicit_step_before_its_object() -> None:
+    """After "and" or a comma, a lowercase word followed by a determiner, a pronoun or a quote is a verb ("…,
+    and announce 'First meeting'"): its clause is an implicit step, kept when a tool of its own fits it. A
+    preposition is not a verb, and a sentence opening with one ("In course d:phys-12, add …") is the
+    setting of the step after it, not a step."""
+    steps = split_steps("Create a course 'Robotics', invite kim@school.edu as a teacher, and announce 'Hello' there.")
+    assert [(s.text, s.implicit) for s in steps] == [
+        ("Create a course 'Robotics'", False),
+        ("invite kim@school.edu as a teacher", False),
+        ("announce 'Hello' there", True),
+    ]
+    assert [s.text for s in split_steps("Find flights to Rome and with the cheapest fare")] == [
+        "Find flights to Rome and with the cheapest fare"
+    ]
+    steps = split_steps("In course d:phys-12, add a topic called Kinematics and pin it")
+    assert steps[0].text == "In course d:phys-12, add a topic called Kinematics" and not steps[0].implicit
+
 
 def test_context_without_a_verb_joins_the_step_before() -> None:
     request = "Get me a rental car in Chicago. I will pick it up on 01/01/2024 at 7:00 AM"
