@@ -93,11 +93,11 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
                 if other != arg and classify(other, tool.properties.get(other)).is_identifier
             )
 
-        def elsewhere(c: Candidate) -> bool:  # "workspace 1201987654321" is the workspace's, not the project's
-            cue = c.cue.split()
-            word = cue[-1] if cue else ""
+        def elsewhere(c: Candidate) -> bool:  # "workspace 1201987654321", "our space is 88120034": not the project's
+            content = [w for w in c.cue.split()[-3:] if w not in lex.stopwords and w not in lex.identifier_words]
+            word = content[-1] if content else ""
             verbs = lex.action_verbs | lex.lookup_verbs | lex.mutating_verbs
-            return bool(word) and word not in lex.stopwords | verbs and not named(c) and word.isalpha()
+            return word.isalpha() and word not in verbs and not named(c)
 
         return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
             (_id_code(c) or c.kind in addresses)

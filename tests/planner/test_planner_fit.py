@@ -51,6 +51,16 @@ def test_a_name_word_the_request_never_writes_counts_against_the_tool() -> None:
     assert name_fit(said, whole(said), ROUTES)[0, 1] >= name_fit(said, whole(said), ROUTES)[0, 0]
 
 
+def test_a_verb_meets_the_noun_a_tool_is_named_for() -> None:
+    """"announce" writes `announcements` of `courses_announcements_create`, not `courses_topics_create`."""
+    catalog = ToolCatalog.from_openai([
+        fn("courses_announcements_create", "Creates a post.", {"text": {"type": "string"}}),
+        fn("courses_topics_create", "Creates a post.", {"text": {"type": "string"}}),
+    ])  # fmt: skip
+    scores = name_fit("announce 'Lab at noon'", whole("announce 'Lab at noon'"), catalog)
+    assert scores[0, 0] > scores[0, 1]
+
+
 def test_an_unsaid_verb_counts_more_than_the_route_method_of_a_generated_id() -> None:
     sends = ToolCatalog.from_openai(
         [

@@ -306,3 +306,5 @@ def test_a_plural_stems_as_its_singular() -> None:
     lex = lexicon("en")
     for one, many in (("method", "methods"), ("address", "addresses"), ("status", "statuses"), ("card", "cards")):
         assert lex.stem(one) == lex.stem(many)
+    for verb, noun in (("announce", "announcements"), ("invite", "invitations"), ("assign", "assignment")):
+        assert lex.stem(verb) == lex.stem(noun)  # the Snowball stemmer: derived forms meet too

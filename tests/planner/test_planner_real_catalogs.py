@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from planner.argkinds import classify
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
 from planner.dates import DateFormat, declared_format
@@ -334,6 +335,26 @@ def test_a_file_name_is_a_name_to_look_up_never_the_files_id() -> None:
     result = plan(service(FakePlannerLLM()), "Permanently delete old_backup_2025.zip from my Drive", tools)
     assert result.selection["proposed"] == ["files_list", "files_delete"]
     assert [lk["seed"] for lk in result.selection["lookups"]] == ["old_backup_2025.zip"]
+
+def test_an_id_said_in_the_description_is_found_by_a_search_over_kinds_and_a_code_named_by_another_noun_is_not_it() -> None:
+    """`boardKey` is an identifier because its description says so; a search over several kinds of thing, one
+    enum argument choosing among them, returns it in its items' `key` (the word the argument calls its id);
+    and the number said of the space ("space 88120034") is the space's, so the board is looked up."""
+    text = {"type": "string"}
+    found = {"type": "object", "properties": {"results": {"type": "array", "items": {"type": "object",
+             "properties": {"key": text, "title": text}}}}}  # fmt: skip
+    kinds = {"type": "string", "enum": ["board", "card", "member"]}
+    board = {"type": "string", "description": "Unique identifier of the board."}
+    tools = [
+        rc.function("quickFind", "Finds things by title.", {"space": text, "kind": kinds, "text": text}, ["space"], found),
+        rc.function("addLane", "Adds a lane to a board.", {"boardKey": board, "title": text}, ["boardKey", "title"]),
+    ]
+    catalog = ToolCatalog.from_openai(tools)
+    assert classify("boardKey", board).is_identifier
+    assert producers(catalog.get("addLane"), "boardKey", catalog)[0].path == "results.0.key"
+    result = plan(service(FakePlannerLLM()), "Add a lane 'Review' to the Launch Plan board. Our space is 88120034.", tools)
+    assert result.selection["proposed"] == ["quickFind", "addLane"]
+
 
 # declared formats -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
