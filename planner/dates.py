@@ -185,6 +185,7 @@ class DateFormat:
     kind: str
     layout: str = ""
     declared: bool = True  # False: ISO 8601 by default, nothing was declared
+    text: bool = False  # an epoch written as a string of digits (the argument is a string)
 
     def render(self, iso: str, clock: str | None = None, zone: str = "") -> str | int | None:
         """The date `iso` (and the time `clock`, HH:MM, at UTC offset `zone`: "Z", "+08:00" or "" when the
@@ -200,7 +201,8 @@ class DateFormat:
             return None
         moment = datetime(day.year, day.month, day.day, hour, minute)
         if self.kind == "epoch":
-            return int((moment - datetime(1970, 1, 1)).total_seconds())
+            seconds = int((moment - datetime(1970, 1, 1)).total_seconds())
+            return str(seconds) if self.text else seconds
         if self.layout:
             return self._layout(moment, self.layout)
         if self.kind == "datetime":
@@ -251,6 +253,19 @@ def stated_zone(text: str, lex: Lexicon) -> str:
     return f"{'+' if hours >= 0 and not sign.startswith('-') else '-'}{abs(hours):02d}:{minutes or '00'}"
 
 
+_EPOCH_EXAMPLE = re.compile(r"\b(?:example|e\.g\.|such as)\W{0,3}(\d{9,11})\b", re.I)
+
+
+def _digits_timestamp(schema: dict[str, Any], description: str) -> bool:
+    """A string the description calls a timestamp and shows as 9 to 11 digits: seconds since the epoch."""
+    if "timestamp" not in description.lower():
+        return False
+    example = schema.get("example")
+    if example is not None:
+        return bool(re.fullmatch(r"\d{9,11}", str(example)))
+    return bool(_EPOCH_EXAMPLE.search(description))
+
+
 def declared_format(schema: dict[str, Any], kind_hint: str, lex: Lexicon) -> DateFormat | None:
     """The date format an argument declares, or the ISO default for a date-like argument (`kind_hint`
     date/datetime/time from its name); None for an argument that takes no date."""
@@ -266,6 +281,8 @@ def declared_format(schema: dict[str, Any], kind_hint: str, lex: Lexicon) -> Dat
         return DateFormat("epoch") if kind_hint else None
     if kind not in ("string", "") and kind_hint:
         return None
+    if kind in ("string", "") and _digits_timestamp(schema, description):
+        return DateFormat("epoch", text=True)  # "Timestamp to start metric window. Example: 1620683817."
     layout = _DESCRIBED.search(description)
     if layout is not None:
         text = layout.group(0)

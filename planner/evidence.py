@@ -74,6 +74,7 @@ class NodeEvidence:
         self._kinds: dict[str, ArgKind] = {}
         self._tool_verbs: set[str] = set()
         self._lists = False  # the tool lists or finds things (its size argument takes a count)
+        self._listed: set[str] = set()  # stems of what it lists
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
@@ -171,6 +172,9 @@ class NodeEvidence:
         entity = frozenset(self.lex.stem(w) for w in nouns(tool.name, self.lex))
         self._tool_verbs = {self.lex.stem(v) for v in name_verbs(tool.name, self.lex)}
         self._lists = is_lookup(tool, self.lex)
+        self._listed = set(entity) | {  # what the tool lists: the nouns of its name, its output's list fields
+            self.lex.stem(w) for path, kind in tool.output_fields if kind == "array" for w in ordered_tokens(path)
+        }
         if self.ties.args != tool.arg_names() or self.ties.entity != entity:
             self._kinds = {a: classify(a, tool.properties.get(a)) for a in tool.arg_names()}
             self.ties.for_args(tool.arg_names(), entity, self._kinds)
@@ -343,15 +347,17 @@ class NodeEvidence:
         cued = [c.value for c in self._inside() if c.is_number and self.ties.cued(c, arg, optional=True)]
         if kind.kind == "integer":
             cued = [v for v in cued if float(v).is_integer()]
-        if not cued and kind.kind == "integer" and self._lists and set(ordered_tokens(arg)) & self.lex.limit_args:
+        sized = set(ordered_tokens(arg)) & self.lex.limit_args
+        if not cued and kind.kind in ("integer", "number") and self._lists and sized:
             cued = self._count()  # "the ten most recently modified files" → `pageSize: 10`
         return self._optional(arg, kind, cued, same, typed=True)
 
     def _count(self) -> list[Any]:
         """The one whole number of the step that nothing ties to an argument and that counts the things
-        listed: a plural noun follows it within four words, no unit first ("the ten most recently modified
-        files", "5 cinemas"; not "within 20 km", "a single send"), or a limit word comes right before it
-        ("up to 50", "最多 20 个"). A list's size."""
+        listed: the plural of what the tool lists (a noun of its name or a list field of its output) follows
+        it within four words, no unit first ("the ten most recently modified files"; not "within 20 km", "a
+        single send", "only two levels deep"), or a limit word comes right before it ("up to 50", "最多 20
+        个"). A list's size."""
         local = lexicon_for(self.values.text)
         counts = []
         for c in self._inside():
@@ -369,7 +375,7 @@ class NodeEvidence:
                 if word in self.lex.unit_words:
                     break
                 if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-                    counted = True
+                    counted = self.lex.stem(word) in self._listed
                     break
             if cued or counted:
                 counts.append(c.value)

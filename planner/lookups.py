@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from planner.argkinds import classify, ordered_tokens
+from planner.argkinds import classify, identifier_like, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.lexicon import Lexicon, lexicon
 
@@ -121,7 +121,7 @@ def producers(
     schema = schema if isinstance(schema, dict) else {}
     described = _text_words(str(schema.get("description", "")))
     arg_words = ordered_tokens(arg)
-    identifier = classify(arg, schema).is_identifier
+    identifier = classify(arg, schema).is_identifier or identifier_like(arg, schema, lex)  # an integer id too
     named = entity_words(arg, lex) if len(arg_words) > 1 else []
     told = described_entity(described, lex) if identifier else []
     for entity in [named] + ([told] if told and _norm(told, lex) != _norm(named, lex) else []):

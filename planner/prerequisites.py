@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from planner.argkinds import classify, names_kind, ordered_tokens
+from planner.argkinds import classify, identifier_like, names_kind, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
@@ -69,15 +69,24 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
     argument's name or role word ("from BOS" for `originLocationCode`, 'the stylist "Anna"')."""
     if values is None:
         return False
-    kind = classify(arg, tool.properties.get(arg))
+    schema = tool.properties.get(arg)
+    kind = classify(arg, schema)
     inside = [c for c in values.candidates if span is None or c.start < 0 or span[0] <= c.start < span[1]]
-    if kind.kind in ("number", "integer"):
-        return any(c.is_number for c in inside)
     lex = lexicon("en")
     tokens = name_tokens(arg) | set(entity_words(arg, lex))
 
     def named(c: Candidate) -> bool:
         return bool(tokens & set(c.cue.split()[-2:])) or role_match(c.cue, tokens, lex)
+
+    def elsewhere(c: Candidate) -> bool:  # "workspace 1201987654321", "our space is 88120034": not the project's
+        content = [w for w in c.cue.split()[-3:] if w not in lex.stopwords and w not in lex.identifier_words]
+        word = content[-1] if content else ""
+        verbs = lex.action_verbs | lex.lookup_verbs | lex.mutating_verbs
+        return word.isalpha() and word not in verbs and not named(c)
+
+    if kind.kind in ("number", "integer"):  # an integer id ("droplet 290114537") only a number said of it
+        ident = identifier_like(arg, schema if isinstance(schema, dict) else {}, lex)
+        return any(c.is_number and (not ident or named(c) or not elsewhere(c)) for c in inside)
 
     if kind.kind == "identifier":  # `emailOrId`, "The contact ID or email": an address is one too
         described = {
@@ -92,12 +101,6 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
                 for other in tool.required
                 if other != arg and classify(other, tool.properties.get(other)).is_identifier
             )
-
-        def elsewhere(c: Candidate) -> bool:  # "workspace 1201987654321", "our space is 88120034": not the project's
-            content = [w for w in c.cue.split()[-3:] if w not in lex.stopwords and w not in lex.identifier_words]
-            word = content[-1] if content else ""
-            verbs = lex.action_verbs | lex.lookup_verbs | lex.mutating_verbs
-            return word.isalpha() and word not in verbs and not named(c)
 
         return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
             (_id_code(c) or c.kind in addresses)
@@ -146,7 +149,9 @@ def needs_lookup(
         found = callable_first + [p for p in found if p not in callable_first]
     best = found[0]
     kind = classify(arg, tool.properties.get(arg)).kind
-    if lookups and (kind == "identifier" or (best.strength == 3 and _names_a_code(tool, arg))):
+    schema = tool.properties.get(arg)
+    integer_id = kind in ("number", "integer") and identifier_like(arg, schema if isinstance(schema, dict) else {})
+    if lookups and (kind == "identifier" or integer_id or (best.strength == 3 and _names_a_code(tool, arg))):
         return best
     if lookups and kind in ("number", "integer") and best.strength == 1:
         return best

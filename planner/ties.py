@@ -91,7 +91,13 @@ class Ties:
         heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
         if c.tail and c.tail not in self.lex.stopwords and self.lex.stem(c.tail) in heads & (stems | {c.tail}):
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
+        elif len(words) > 1 and c.start >= 0 and self._followed_by(c, words):
+            score += w["tail"] + w["exact"]  # "50 per page": the argument's whole name `per_page` after it
         return score
+
+    def _followed_by(self, c: Candidate, words: list[str]) -> bool:
+        after = re.findall(r"[A-Za-z]+", self.values.text[c.end : c.end + 16 * len(words)].lower())
+        return [self.lex.stem(x) for x in after[: len(words)]] == [self.lex.stem(x) for x in words]
 
     def _names_entity(self, c: Candidate, cue: list[str]) -> bool:
         """A noun phrase "the <thing> <value>" where the thing is what the tool acts on: the value is that

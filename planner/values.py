@@ -193,6 +193,12 @@ def extract(request: str, today: date) -> RequestValues:
             found.append(Candidate(m.group(0), "code", m.start(), m.end()))
             claim(m.start(), m.end())
     found += _numbers(request, free, lex)
+    if lex.naming_words:  # "a tag named blocked-by-legal": the word after a naming word is a name, as written
+        naming = "|".join(sorted(lex.naming_words))
+        for m in re.finditer(rf"\b(?:{naming})\s+([A-Za-z][\w-]*\w)", request, re.I):
+            if m.group(1).lower() not in lex.stopwords and free(m.start(1), m.end(1)):
+                found.append(Candidate(m.group(1), "phrase", m.start(1), m.end(1)))
+                claim(m.start(1), m.end(1))
     for m in _capitalised(lex).finditer(request):
         for part in _sentence_parts(m):  # "the UK. Block ...": two sentences, no one phrase
             phrase = _trim_phrase(part.group(0), lex)

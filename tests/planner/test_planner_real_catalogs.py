@@ -221,6 +221,51 @@ def test_a_count_of_the_things_a_list_returns_is_its_size_and_a_measure_is_not()
     assert not options_of(tools, "files_create", "Create 3 files named 'a'")["maxSize"].values  # not a list
 
 
+def test_a_size_is_said_by_the_arguments_whole_name_a_limit_word_or_the_plural_of_what_is_listed() -> None:
+    """"50 per page" names `per_page` after the number; "the last 10", "max 200" are limit words; a size typed
+    `number` counts too; "two levels deep" counts levels, not the versions the tool lists."""
+    size = {"type": "number"}
+    versions = {"type": "object", "properties": {"versions": {"type": "array", "items": {"type": "object"}}}}
+    tools = [
+        rc.function("listVersions", "Lists a file's versions.", {"per_page": {"type": "integer"}, "page_size": size,
+                    "depth": {"type": "integer"}}, [], versions),
+    ]  # fmt: skip
+    assert options_of(tools, "listVersions", "Show versions, 50 per page")["per_page"].values == (50,)
+    assert options_of(tools, "listVersions", "Show the last 10 versions")["page_size"].values == (10,)
+    assert options_of(tools, "listVersions", "Show max 20 of them")["page_size"].values == (20,)
+    assert not options_of(tools, "listVersions", "Show the latest version, only two levels deep")["page_size"].values
+
+
+def test_a_string_timestamp_shown_as_digits_takes_epoch_seconds_and_a_word_after_named_is_a_name() -> None:
+    stamp = {"type": "string", "description": "Timestamp to start the window. Example: 1620683817."}
+    tag = {"type": "object", "properties": {"name": {"type": "string"}, "notes": {"type": "string"}}}
+    tools = [rc.function("cpuMetrics", "CPU metrics of a host.", {"start": stamp}, []),
+             rc.function("createTag", "Creates a tag.", {"data": tag}, ["data"])]  # fmt: skip
+    assert options_of(tools, "cpuMetrics", "CPU metrics from 2027-01-05 00:00 UTC")["start"].values == ("1799107200",)
+    named = plan(service(FakePlannerLLM()), "Create a tag named blocked-by-legal", tools[1:])
+    assert named.plan.node("n1").args["data"] == {"name": "blocked-by-legal"}
+
+
+def test_an_integer_id_is_taken_only_from_a_number_said_of_it_else_looked_up() -> None:
+    """`domain_record_id` is an integer: "record 8812" gives it; in "change the www record's TTL to 300" the 300 is
+    the TTL's, so the record is looked up by its name."""
+    number = {"type": "integer"}
+    records = {"type": "object", "properties": {"domain_records": {"type": "array", "items": {"type": "object",
+               "properties": {"id": number, "name": {"type": "string"}}}}}}  # fmt: skip
+    tools = [
+        rc.function("list_records", "Lists a domain's records.", {"domain": {"type": "string"},
+                    "name": {"type": "string"}}, ["domain"], records),
+        rc.function("update_record", "Updates a domain record.", {"domain": {"type": "string"},
+                    "domain_record_id": number, "ttl": number}, ["domain", "domain_record_id"]),
+    ]  # fmt: skip
+    svc = service(FakePlannerLLM())
+    given = plan(svc, "On example.org, set the TTL of domain record 8812 to 300", tools)
+    assert given.selection["proposed"] == ["update_record"]
+    looked = plan(svc, "On example.org, change the www.example.org record's TTL to 300", tools)
+    assert looked.selection["proposed"] == ["list_records", "update_record"]
+
+
+
 def test_an_untied_address_goes_to_an_identifier_described_as_taking_one_when_no_address_argument_is_free() -> None:
     user = {"type": "string", "description": "Identifier of the invited user: the numeric id or the email address."}
     tools = [rc.function("invitations_create", "Create an invitation", {"courseId": {"type": "string"},
