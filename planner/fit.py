@@ -26,7 +26,8 @@ from planner.lookups import name_verbs
 from planner.steps import Step
 from planner.values import RequestValues
 
-_ROUTE_METHOD = re.compile(r"(get|post|put|patch|delete)[-_]", re.IGNORECASE)
+# an HTTP method opening a name generated from a route: `post-payments-…`, `postWebhook` (a method, then a capital)
+_ROUTE_METHOD = re.compile(r"((?i:get|post|put|patch|delete))(?:[-_]|[A-Z])")
 # value kinds (planner/values.py) → the argument kinds (planner/argkinds.py) that take them
 _TAKES = {
     "date": {"date", "datetime", "epoch"},
@@ -146,6 +147,35 @@ def value_fit(values: RequestValues, steps: list[Step], catalog: ToolCatalog) ->
         if held:
             row = np.array([len(held & kinds) for kinds in taken], dtype=np.float32)
             out[i] = weight * (row - row.min())
+    return out
+
+
+def option_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Per step and tool: `option_word` when the step writes every word of an option some enum parameter of
+    the tool offers ("take a snapshot of droplet 42" → `post_droplet_action` with `type: snapshot`, "power
+    cycle it" → `power_cycle`), above the candidate that offers the fewest such options. Action endpoints
+    that one `type` switches between are named by their options, not by their own name."""
+    lex, weight = lexicon("en"), weights().selection.get("option_word", 0.0)
+    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
+    if not weight or not len(catalog):
+        return out
+    gloss = lexicon_for(request)
+    said = [_said(gloss.glossed(s.text), lex) for s in steps]
+    stop = {_stem(x, lex) for x in lex.stopwords}
+    offered: list[list[set[str]]] = []
+    for tool in catalog:
+        options: list[set[str]] = []
+        for count, (_, schema) in enumerate(_parameters(dict(tool.parameters))):
+            if count >= _PARAMETERS:
+                break
+            for option in (schema.get("enum") or [])[:64] if isinstance(schema.get("enum"), list) else []:
+                words = {_stem(x, lex) for x in ordered_tokens(str(option)) if len(x) > 2} - stop
+                if words:
+                    options.append(words)
+        offered.append(options)
+    for i, step_words in enumerate(said):
+        row = np.array([sum(1 for o in options if o <= step_words) for options in offered], dtype=np.float32)
+        out[i] = weight * (np.minimum(row, 1) - min(1, row.min()))
     return out
 
 

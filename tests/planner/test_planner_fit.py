@@ -86,6 +86,13 @@ def test_an_unsaid_verb_counts_more_than_the_route_method_of_a_generated_id() ->
     fit = name_fit(request, whole(request), refunds)
     # `post` starts a route's id and `paymentPspReference` is its path parameter: neither is a claim
     assert fit[0, 0] > fit[0, 1]
+    hooks = ToolCatalog.from_openai([
+        fn("postWebhook", "Create a webhook.", {"endpoint": {"type": "string"}}),
+        fn("getTeamProjects", "List a team's projects.", {"team_id": {"type": "string"}}),
+    ])  # fmt: skip
+    request = "Set up a webhook that gets called for team 77"
+    fit = name_fit(request, whole(request), hooks)
+    assert fit[0, 0] >= fit[0, 1]  # `post` of camelCase `postWebhook` is the HTTP method, not a claim
 
 
 def test_two_written_words_match_one_compound_name_word() -> None:
