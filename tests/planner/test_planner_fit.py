@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.catalog import ToolCatalog
 from planner.config import SelectionConfig
-from planner.fit import name_fit, names_a_parameter, taken_kinds, value_fit
+from planner.fit import name_fit, names_a_parameter, option_fit, taken_kinds, value_fit
 from planner.lexicon import lexicon
 from planner.lookups import described_entity, producers
 from planner.selection import ToolSelector
@@ -93,6 +93,18 @@ def test_an_unsaid_verb_counts_more_than_the_route_method_of_a_generated_id() ->
     request = "Set up a webhook that gets called for team 77"
     fit = name_fit(request, whole(request), hooks)
     assert fit[0, 0] >= fit[0, 1]  # `post` of camelCase `postWebhook` is the HTTP method, not a claim
+
+
+def test_a_step_naming_an_option_of_a_tools_enum_fits_that_tool() -> None:
+    actions = ToolCatalog.from_openai([
+        fn("runServerAction", "Run an action.", {"type": {"type": "string", "enum": ["reboot", "power_cycle", "snapshot"]}}),
+        fn("getServerAction", "Read an action.", {"action_id": {"type": "string"}}),
+    ])  # fmt: skip
+    request = "Take a snapshot of server 42"
+    fit = option_fit(request, whole(request), actions)
+    assert fit[0, 0] > fit[0, 1] and option_fit("Show server 42", whole("Show server 42"), actions)[0, 0] == 0
+    zh = "给服务器 42 拍个快照"  # read through the glossary
+    assert option_fit(zh, whole(zh), actions)[0, 0] > 0
 
 
 def test_two_written_words_match_one_compound_name_word() -> None:
