@@ -324,8 +324,10 @@ class NodeEvidence:
         def written(cands: list[Candidate]) -> list[Any]:
             return [str(c.value) if c.is_number else c.value for c in cands]  # (ids and phones are text)
 
-        # what the request ties to it, then the description's keywords ("primary"), then values of its shape
-        literal = list(dict.fromkeys([*written(cued), *keywords, *written([c for c in inside if c not in cued])]))
+        # what the request ties to it, then the description's keywords ("primary"); values of its shape only
+        # when nothing is tied to it ("给项目 1204455667788 …，标题“第6周进展”": the project's id is the number)
+        others = [] if cued else written(inside)
+        literal = list(dict.fromkeys([*written(cued), *keywords, *others]))
         missing = None
         if not literal and not same and not could_supply(self.upstream, kind, arg, self.lex):
             missing = f"the request gives no {_kind_words(kind.kind)} for it"

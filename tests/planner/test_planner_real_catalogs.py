@@ -246,6 +246,14 @@ def test_a_string_timestamp_shown_as_digits_takes_epoch_seconds_and_a_word_after
     assert named.plan.node("n1").args["data"] == {"name": "blocked-by-legal"}
 
 
+def test_a_required_id_the_request_ties_a_value_to_is_offered_that_value_only() -> None:
+    text = {"type": "string"}
+    project = {"type": "string", "description": "Globally unique identifier for the project."}
+    tools = [rc.function("postStatus", "Posts a project status.", {"project_gid": project, "title": text}, ["project_gid"])]
+    said = options_of(tools, "postStatus", "For project 1204455667788 post a status titled 'Week 6 T-12'")
+    assert said["project_gid"].values == ("1204455667788",)
+
+
 def test_an_integer_id_is_taken_only_from_a_number_said_of_it_else_looked_up() -> None:
     """`domain_record_id` is an integer: "record 8812" gives it; in "change the www record's TTL to 300" the 300 is
     the TTL's, so the record is looked up by its name."""
