@@ -254,6 +254,14 @@ def test_a_required_id_the_request_ties_a_value_to_is_offered_that_value_only() 
     assert said["project_gid"].values == ("1204455667788",)
 
 
+def test_a_word_after_an_address_does_not_tie_it_to_an_argument_named_with_that_word() -> None:
+    view = {"type": "string", "description": "Which additional view's permissions to include."}
+    tools = [rc.function("files_list", "Lists files.", {"q": {"type": "string"}, "includeForView": view}, [])]
+    assert not options_of(tools, "files_list", "Give jo@freelance.dev view-only access")["includeForView"].values
+    days = rc.function("invoices_create", "Creates an invoice.", {"dueDays": {"type": "integer"}}, [])
+    assert options_of([days], "invoices_create", "Invoice due in 30 days")["dueDays"].values == (30,)  # a number's unit
+
+
 def test_an_integer_id_is_taken_only_from_a_number_said_of_it_else_looked_up() -> None:
     """`domain_record_id` is an integer: "record 8812" gives it; in "change the www record's TTL to 300" the 300 is
     the TTL's, so the record is looked up by its name."""
