@@ -26,7 +26,6 @@ is *missing*: the planner answers `needs_input` instead of inventing it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -41,7 +40,8 @@ from planner.argkinds import ArgKind, classify, described_options, names_kind, o
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
 from planner.flat_args import field_depth
-from planner.lexicon import lexicon, lexicon_for
+from planner.lexicon import lexicon
+from planner.list_size import list_size
 from planner.lookups import description_keywords, is_lookup, name_verbs, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
@@ -351,37 +351,8 @@ class NodeEvidence:
             cued = [v for v in cued if float(v).is_integer()]
         sized = set(ordered_tokens(arg)) & self.lex.limit_args
         if not cued and kind.kind in ("integer", "number") and self._lists and sized:
-            cued = self._count()  # "the ten most recently modified files" → `pageSize: 10`
+            cued = list_size(self._inside(), self.values.text, self.ties, self._listed)  # "the ten newest files"
         return self._optional(arg, kind, cued, same, typed=True)
-
-    def _count(self) -> list[Any]:
-        """The one whole number of the step that nothing ties to an argument and that counts the things
-        listed: the plural of what the tool lists (a noun of its name or a list field of its output) follows
-        it within four words, no unit first ("the ten most recently modified files"; not "within 20 km", "a
-        single send", "only two levels deep"), or a limit word comes right before it ("up to 50", "最多 20
-        个"). A list's size."""
-        local = lexicon_for(self.values.text)
-        counts = []
-        for c in self._inside():
-            if not (c.is_number and c.written and float(c.value).is_integer() and 0 < float(c.value) <= 1000):
-                continue
-            if self.ties.strongest(c) > 0:
-                continue
-            before = self.values.text[max(0, c.start - 12) : c.start].lower()
-            cued = any(cue in before for cue in local.limit_cues if not local.segmented) or bool(
-                set(re.findall(r"[a-z]+", before)[-2:]) & local.limit_cues
-            )
-            after = re.findall(r"[a-z]+", self.values.text[c.end : c.end + 40].lower())[:4]
-            counted = False
-            for word in after:
-                if word in self.lex.unit_words:
-                    break
-                if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-                    counted = self.lex.stem(word) in self._listed
-                    break
-            if cued or counted:
-                counts.append(c.value)
-        return counts if len(set(counts)) == 1 else []
 
     def _optional(
         self, arg: str, kind: ArgKind, values: list[Any], same: tuple[str, ...], *, typed: bool = True
