@@ -139,8 +139,10 @@ def test_every_gold_plan_uses_declared_arguments_valid_values_and_declared_outpu
 def _value_problems(schema: dict[str, Any], value: Any) -> list[str]:
     validator = Draft202012Validator(schema, format_checker=FORMATS)
     found = [error.message for error in validator.iter_errors(value)]
-    declared = schema.get("format") is None and _DECLARES_TIMESTAMP.search(str(schema.get("description", "")))
-    if declared and isinstance(value, str) and not _is_date_time(value):
+    description = str(schema.get("description", ""))
+    declared = schema.get("format") is None and _DECLARES_TIMESTAMP.search(description)
+    date_only = "YYYY-MM-DD" in description and "HH" not in description  # "ISO 8601 date string (YYYY-MM-DD)"
+    if declared and isinstance(value, str) and not (_is_date_time(value) or date_only and _is_date(value)):
         found.append("not the RFC 3339 timestamp the description declares")
     return found
 
