@@ -146,6 +146,8 @@ def needs_lookup(
         return None
     if values is not None:
         callable_first = [p for p in found if _callable(catalog.get(p.tool), values, span)]
+        if not callable_first and description_keywords(tool.properties.get(arg)):
+            return None  # the argument's own keyword ("primary") beats a lookup that needs an id nobody gives
         found = callable_first + [p for p in found if p not in callable_first]
     best = found[0]
     kind = classify(arg, tool.properties.get(arg)).kind
@@ -163,13 +165,14 @@ def needs_lookup(
 
 def _callable(tool: ToolDef, values: RequestValues, span: tuple[int, int] | None) -> bool:
     """Every required identifier of the tool is a value the request writes right after the identifier's
-    name or entity ("shopper cust-8841" for `shopperReference`)."""
+    name or entity ("shopper cust-8841" for `shopperReference`), or one whose description offers a keyword
+    for it (Google's `calendarId`: "use the "primary" keyword")."""
     lex = lexicon("en")
     inside = [
         c for c in values.candidates if c.written and (span is None or c.start < 0 or span[0] <= c.start < span[1])
     ]
     for arg in tool.required:
-        if not classify(arg, tool.properties.get(arg)).is_identifier:
+        if not classify(arg, tool.properties.get(arg)).is_identifier or description_keywords(tool.properties.get(arg)):
             continue
         tokens = name_tokens(arg) | set(entity_words(arg, lex))
         if not any(c.kind in _ID_KINDS + ("number",) and tokens & set(c.cue.split()[-2:]) for c in inside):

@@ -308,3 +308,38 @@ def test_a_plural_stems_as_its_singular() -> None:
         assert lex.stem(one) == lex.stem(many)
     for verb, noun in (("announce", "announcements"), ("invite", "invitations"), ("assign", "assignment")):
         assert lex.stem(verb) == lex.stem(noun)  # the Snowball stemmer: derived forms meet too
+
+
+NOTES = [
+    function(
+        "listNotes",
+        "Lists the notes in a folder.",
+        {"folderId": {"type": "string", "description": 'Folder identifier. Use the "root" keyword for the top folder.'},
+         "q": {"type": "string", "description": "Words the notes contain."}},
+        ["folderId"],
+        {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object",
+         "properties": {"id": {"type": "string"}}}}}},
+    ),
+    function(
+        "getFolderPreference",
+        "Returns one preference of the user's folders.",
+        {"preference": {"type": "string", "description": "The id of the preference."}},
+        ["preference"],
+        {"type": "object", "properties": {"id": {"type": "string"}, "value": {"type": "string"}}},
+    ),
+]  # fmt: skip
+
+
+def test_an_identifier_with_a_keyword_takes_no_lookup_that_itself_needs_an_id_nobody_gives() -> None:
+    """Google's `calendarId` shape: the description offers a keyword; a tool that outputs some `id` but needs
+    an id of its own the request does not give is no lookup for it (it only moves the question to that id)."""
+    from planner.config import SelectionConfig
+    from planner.prerequisites import needs_lookup
+
+    catalog = ToolCatalog.from_openai(NOTES)
+    notes = catalog.get("listNotes")
+    assert needs_lookup(notes, "folderId", catalog, SelectionConfig()) is not None  # an `id` field: a producer
+    values = extract("Find notes that mention 'Acme'", TODAY)
+    assert needs_lookup(notes, "folderId", catalog, SelectionConfig(), values=values) is None
+    values = extract("Find notes that mention 'Acme', preference pref-2041", TODAY)
+    assert needs_lookup(notes, "folderId", catalog, SelectionConfig(), values=values) is not None  # callable now
