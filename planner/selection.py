@@ -29,6 +29,7 @@ from datetime import date
 
 import numpy as np
 
+from planner.argkinds import ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.fit import name_fit, names_a_parameter, option_fit, value_fit
@@ -192,7 +193,8 @@ class ToolSelector:
         itself or only names it (then the lookup that returns it is proposed first, with `lookups`)."""
         if values is None:  # which values the request gives decides whether an identifier needs a lookup
             values = extract(request, date.today())
-        steps = split_steps(request, (tool_verb(t.name) for t in catalog))
+        parameter_words = {w for t in catalog for name in t.properties for w in ordered_tokens(name)}
+        steps = split_steps(request, (tool_verb(t.name) for t in catalog), parameter_words)
         texts = [tool_text(t) for t in catalog]
         lex = lexicon_for(request)  # a language the embedding model does not read is glossed in English
         kinds = self.config.embed_without

@@ -61,9 +61,12 @@ def _verb_before_object(lex: Lexicon) -> re.Pattern[str]:
     return re.compile(rf"[a-z]+\s+(?:(?:{determiners})\s|{lex.anaphora.pattern}|[\"'‘“])")
 
 
-def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
+def split_steps(request: str, extra_verbs: Iterable[str] = (), parameter_words: Iterable[str] = ()) -> list[Step]:
+    """`extra_verbs`: the catalog's own verbs; `parameter_words`: words of its parameter names, which before
+    a quote name the value, not an action ("…, and priority 'high'" is more of the step before)."""
     lex = lexicon_for(request)
     verbs = set(lex.action_verbs) | {v for v in extra_verbs if v.isalpha() and len(v) > 1}
+    named = {w.lower() for w in parameter_words} - verbs
     steps: list[Step] = []
     quoted = [(m.start(), m.end()) for m in QUOTED.finditer(request)]  # a step never ends inside quotes
     verb_before_object = _verb_before_object(lex)
@@ -82,7 +85,9 @@ def split_steps(request: str, extra_verbs: Iterable[str] = ()) -> list[Step]:
             last = steps[-1]  # a piece without a verb of its own ("主题“…”") is more of the step before
             steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
             continue
-        if steps and lex.segmented and word not in verbs | lex.stopwords and verb_before_object.match(text):
+        names_value = word in named and re.match(r"[A-Za-z]+\s+[\"'‘“]", text) is not None
+        unknown = word not in verbs | lex.stopwords and not names_value
+        if steps and lex.segmented and unknown and verb_before_object.match(text):
             steps.append(Step(text, start + offset, start + offset + len(text), implicit=True))
             continue  # a step only if a tool of its own fits it (planner/selection.py)
         if steps and lex.segmented and word not in verbs:

@@ -90,6 +90,9 @@ def test_a_word_no_list_holds_opens_an_implicit_step_before_its_object() -> None
     ]
     steps = split_steps("In course d:phys-12, add a topic called Kinematics and pin it")
     assert steps[0].text == "In course d:phys-12, add a topic called Kinematics" and not steps[0].implicit
+    request = "Create a task 'Send SMS to John' due Friday, and priority 'high'"  # a parameter's name, no verb
+    assert [s.text for s in split_steps(request, ["create"], ["title", "priority", "due"])] == [request]
+    assert len(split_steps(request, ["create"])) == 2  # without the catalog's names: read as a verb
 
 
 def test_context_without_a_verb_joins_the_step_before() -> None:
