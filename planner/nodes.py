@@ -9,6 +9,7 @@ lists the required values no node can fill (`missing`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -24,15 +25,16 @@ from planner.demos import skeleton_refs
 from planner.drafting import cued, draft_args
 from planner.evidence import NodeEvidence
 from planner.flat_args import siblings
-from planner.lexicon import lexicon
+from planner.lexicon import Lexicon, lexicon, lexicon_for
 from planner.packs import DomainPack
 from planner.query_filters import filter_object, filter_value
+from planner.request_words import RequestWords
 from planner.retries import RetryPlan
 from planner.selection import Selection
 from planner.upstream import Upstream
 from planner.value_grammar import ValueContext
 from planner.value_shapes import written_shape
-from planner.values import RequestValues, rank
+from planner.values import RequestValues, extract, rank
 from planner.wrappers import wrap_reference
 
 
@@ -81,6 +83,7 @@ class NodeTurns:
         self.rule = rule
         self.skeleton = req.skeleton if plan_try.use_skeleton else None
         self.forced = skeleton_refs(self.skeleton) if self.skeleton is not None else None
+        self._demo_chose: dict[int, set[str]] = {}
 
     def tools_given(self) -> tuple[list[str] | None, str]:
         """The tool sequence the decoder is given (None: the model writes it) and where it came from."""
@@ -165,8 +168,11 @@ class NodeTurns:
             if current is None or current.supported:
                 continue
             reference = isinstance(value, str) and value.startswith("$")
-            if not current.required and not reference and not self._refilled(value) and not same_ask:
-                continue  # another request's optional constant (`unsubscribed: true`): this one asks otherwise
+            if not current.required and not reference and not self._refilled(value):
+                if not same_ask:
+                    continue  # another request's optional constant (`unsubscribed: true`): this one asks otherwise
+                if arg in self._chosen_by_demo(index, tool):
+                    continue  # the demonstration's user asked for it ("expiring June 30"): this one did not
             kept = (value,) if not reference else ()
             options[arg] = ArgOptions(arg, False, current.kind, kept, typed=True, closed=True)
         written = [arg for arg, o in options.items() if not o.required and o.supported and (o.values or o.refs)]
@@ -176,6 +182,31 @@ class NodeTurns:
                 if current is not None and not current.required and not (current.values or current.refs):
                     options[sibling] = replace(evidence.argument(tool, sibling, required=True), missing=None)
         return options
+
+    def _chosen_by_demo(self, index: int, tool: ToolDef) -> set[str]:
+        """The optional arguments of the skeleton's node `index` that its own request asked for: that user's
+        choices, not constants of the structure, though the value is not written there as such. Either the
+        demonstration's request gives evidence for the argument (a date said in another time zone), or it says
+        a word of the argument's name or value that this request does not ("without emailing her" for
+        `sendNotificationEmail: false`, "most recently modified" for `orderBy: "modifiedTime desc"`). A
+        constant no word asked for (`currencyCode: EUR`, the user's habit) stays a constant."""
+        if self.skeleton is None:
+            return set()
+        if index not in self._demo_chose:
+            shown = extract(self.skeleton.request, self.config.effective_today())
+            options = NodeEvidence(shown, None, [], defaults=self.config.stages.defaults).node(tool)
+            chosen = {a for a, o in options.items() if not o.required and o.supported}
+            nodes = self.skeleton.plan.get("nodes", [])
+            node = nodes[index] if index < len(nodes) and isinstance(nodes[index], dict) else {}
+            lex = lexicon_for(self.req.text)
+            only_there = _stems(self.skeleton.request, lex) - _stems(self.req.text, lex)
+            for arg, value in (node.get("args") or {}).items():
+                text = f"{arg} {value}" if isinstance(value, str) else arg
+                words = {w for token in ordered_tokens(text) for w in re.findall(r"[a-z]+", token)}
+                if {lex.stem(w) for w in words if w not in lex.stopwords} & only_there:
+                    chosen.add(arg)
+            self._demo_chose[index] = chosen
+        return self._demo_chose[index]
 
     def _taught(self, index: int) -> list[str]:
         """The arguments the skeleton's node `index` wrote."""
@@ -326,3 +357,8 @@ def shown_values(
             if depth < len(ranked) and ranked[depth].value not in shown:
                 shown.append(ranked[depth].value)
     return shown
+
+
+def _stems(text: str, lex: Lexicon) -> set[str]:
+    """The stems of a request's words (its glossary's English words for another language)."""
+    return {lex.stem(w) for w in RequestWords(text, lex).words if w not in lex.stopwords}

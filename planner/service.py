@@ -189,7 +189,7 @@ class PlannerService:
         if wanted:  # a usable demonstration's tools are strong evidence: keep them in the prompt
             names = set(shortlist.names()) | set(wanted)
             selection.shortlist = catalog.subset([n for n in catalog.names() if n in names])
-        carried = carry_values(skeleton, values, today) if skeleton is not None else []
+        carried = carry_values(skeleton, values, today, catalog) if skeleton is not None else []
         return PreparedRequest(
             request, catalog, values, selection, packs, demos, skeleton, tenant, references, carried, given=given
         )

@@ -9,9 +9,10 @@ to Rome on June 9": the same tools, the same data flow (references) and the same
   (the skeleton rule compares these as well as the raw requests: planner/service.py);
 - `carry_values(demo, values)`: per node of the demonstration, each literal argument refilled from the
   new request: the value of the same kind found at the same role (the same words before it, else the
-  same rank among values of its kind), in the same form (as written, its ISO reading, a number, a
-  number as text). A literal the demonstration's request never wrote is a constant of the structure and
-  is kept; one whose role the new request does not fill is left to the model.
+  same rank among values of its kind; an optional argument only by its role), in the same form (as
+  written, its ISO reading, a number, a number as text). A literal the demonstration's request never
+  wrote is a constant of the structure and is kept; one whose role the new request does not fill is left
+  to the model.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import date
 from typing import Any
 
 from contract.demonstrations import Demonstration
+from planner.catalog import ToolCatalog
 from planner.values import Candidate, RequestValues, extract
 
 _PLACEHOLDER = {
@@ -91,9 +93,9 @@ def _written(values: RequestValues) -> list[Candidate]:
     return [c for c in values.candidates if c.written and c.start >= 0]
 
 
-def _counterpart(source: Candidate, demo: RequestValues, new: RequestValues) -> Candidate | None:
-    """The new request's value at the same role: same class and the same word before it, else the same
-    rank among values of its class."""
+def _counterpart(source: Candidate, demo: RequestValues, new: RequestValues, *, by_rank: bool) -> Candidate | None:
+    """The new request's value at the same role: same class and the same word before it, else (`by_rank`)
+    the same rank among values of its class."""
     cls = _class(source)
     mine = [c for c in _written(demo) if _class(c) == cls and c.kind != "ngram" or c is source]
     theirs = [c for c in _written(new) if _class(c) == cls and c.kind != "ngram"]
@@ -103,6 +105,8 @@ def _counterpart(source: Candidate, demo: RequestValues, new: RequestValues) -> 
     same_cue = [c for c in theirs if last and c.cue.split()[-1:] == last]
     if len(same_cue) == 1:
         return same_cue[0]
+    if not by_rank:
+        return None
     rank_in_demo = next((i for i, c in enumerate(mine) if c is source), None)
     if rank_in_demo is not None and rank_in_demo < len(theirs):
         return theirs[rank_in_demo]
@@ -117,13 +121,19 @@ def _render(candidate: Candidate, form: str, new: RequestValues) -> Any:
     return candidate.value
 
 
-def carry_values(demo: Demonstration, values: RequestValues, today: date) -> list[dict[str, Any]]:
+def carry_values(
+    demo: Demonstration, values: RequestValues, today: date, catalog: ToolCatalog | None = None
+) -> list[dict[str, Any]]:
     """Per node of `demo`'s plan: argument → its literal refilled from `values` (the new request);
-    references are left to the skeleton, unknown roles to the model."""
+    references are left to the skeleton, unknown roles to the model. With the `catalog`, an optional
+    argument is refilled only from the value at the same role (the same word before it), never by rank
+    alone: "the last 10 versions" refilled from "frame 1:2" would be a size nobody asked for."""
     shown = extract(demo.request, today)
     out: list[dict[str, Any]] = []
     for node in demo.plan.get("nodes", []):
         args = node.get("args", {}) if isinstance(node, dict) else {}
+        name = node.get("tool") if isinstance(node, dict) else None
+        tool = catalog.get(name) if catalog is not None and isinstance(name, str) and name in catalog else None
         carried: dict[str, Any] = {}
         for arg, value in args.items():
             if isinstance(value, str) and value.startswith("$"):
@@ -135,7 +145,8 @@ def carry_values(demo: Demonstration, values: RequestValues, today: date) -> lis
             if source is None:
                 carried[arg] = value  # a constant of the structure
                 continue
-            counterpart = _counterpart(source, shown, values)
+            by_rank = tool is None or arg in tool.required
+            counterpart = _counterpart(source, shown, values, by_rank=by_rank)
             if counterpart is not None:
                 carried[arg] = _render(counterpart, _form(value, source), values)
         out.append(carried)

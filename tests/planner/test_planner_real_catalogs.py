@@ -613,6 +613,35 @@ def test_the_tenants_corrected_plan_teaches_the_structure_and_its_arguments() ->
     assert "Boston" not in "".join(other.prompts)  # another tenant never sees acme's memory
 
 
+def test_a_demonstrations_optional_choice_is_not_carried_to_a_request_that_does_not_ask_for_it() -> None:
+    """An optional literal is refilled only from the value at its role ("5 offers at most" is no count in "3
+    adults and 1 child"), and one the demonstration's words asked for ("non-stop" → `nonStop: true`) is
+    not written for a request without those words; a constant no word asked for (`currencyCode: EUR`) is."""
+    from contract.demonstrations import Demonstration
+    from planner.demos import EmbeddingDemonstrations
+    from planner.transfer import carry_values
+
+    taught = json.loads(json.dumps(FLIGHTS_SOLVED))
+    taught["nodes"][2]["args"].update({"nonStop": True, "max": 5})
+    demo = Demonstration("Find non-stop flights from Boston to Denver on April 12, 2027 for 2 adults, 5 offers at most",
+                         taught, 0, "acme")  # fmt: skip
+    request = "Find flights from Paris to Rome on June 9, 2027 for 3 adults and 1 child"
+    catalog = ToolCatalog.from_openai(rc.TRAVEL)
+    assert carry_values(demo, extract(request, TODAY), TODAY)[2]["max"] == 1  # by rank alone: a size never asked
+    assert "max" not in carry_values(demo, extract(request, TODAY), TODAY, catalog)[2]
+    memory = EmbeddingDemonstrations([demo], EMBEDDER[0])
+    offer = {"originLocationCode": "$n1.data.0.iataCode", "destinationLocationCode": "$n2.data.0.iataCode",
+             "departureDate": "2027-06-09", "adults": 3}  # fmt: skip
+    llm = FakePlannerLLM('{"keyword": "Paris"}', '{"keyword": "Rome"}', json.dumps(offer))
+    svc = PlannerService.from_config(PlannerConfig(today=TODAY), llm=llm, catalog=catalog, demos=memory,
+                                     embedder=EMBEDDER[0])  # fmt: skip
+    result = asyncio.run(svc.plan(request, tenant="acme", cache_salt="s", tools=rc.TRAVEL))
+    assert result.attempts[0].tools_from == "skeleton"
+    offers = result.attempts[0].grammars[2]["properties"]
+    assert offers["currencyCode"] == {"enum": ["EUR"]}  # the structure's constant
+    assert "nonStop" not in offers and "max" not in offers  # the other user's choices
+
+
 # Chinese on the demo domain -------------------------------------------------------------------------
 def test_a_chinese_request_plans_on_the_demo_domain() -> None:
     """configs/lexicon/zh.yaml (dates, connectives, a glossary for the English embedding model) and the
