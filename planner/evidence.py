@@ -47,7 +47,7 @@ from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
 from planner.ties import Ties
 from planner.upstream import Upstream, could_supply, entity_id_refs, same_named_refs
-from planner.value_shapes import fits_type, named_only, number_of, numeric, shape, shaped_as
+from planner.value_shapes import fits_type, named_only, number_of, numeric, opens_name, shape, shaped_as
 from planner.values import Candidate, RequestValues
 
 
@@ -310,8 +310,8 @@ class NodeEvidence:
         def usable(pool: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
             shaped = [c for c in pool if c.written and shaped_as(c, kind)]
             cued = [c for c in shaped if self.ties.cued(c, arg, optional=not required)]
-            if kind.is_identifier:  # a bare number or quoted text only when named one
-                shaped = [c for c in shaped if c in cued or not named_only(c)]
+            if kind.is_identifier:  # a bare number or quoted text only when named one; no first word of a name
+                shaped = [c for c in shaped if (c in cued or not named_only(c)) and not opens_name(c, self.values)]
             return shaped, cued
 
         inside, cued = usable(self._inside())

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from planner.argkinds import ArgKind
-from planner.values import FILENAME, Candidate
+from planner.values import FILENAME, Candidate, RequestValues
 
 ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
 TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression", "filename")
@@ -62,6 +62,13 @@ def shaped_as(c: Candidate, kind: ArgKind) -> bool:
 def named_only(c: Candidate) -> bool:
     """A value that is an identifier only when the request names it one: a bare number, quoted words."""
     return c.is_number or (c.kind == "quoted" and shape(c) == "quoted")
+
+
+def opens_name(c: Candidate, values: RequestValues) -> bool:
+    """A code that is the first word of a capitalised name ("Q2" of "the Q2 Hiring project"): no identifier."""
+    return c.kind == "code" and any(
+        p.kind == "phrase" and p.start == c.start and p.end > c.end for p in values.candidates
+    )
 
 
 def fits_type(c: Candidate, kind: ArgKind) -> bool:

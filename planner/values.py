@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -208,6 +208,9 @@ def extract(request: str, today: date) -> RequestValues:
             if phrase and free(part.start(), part.end()):
                 found.append(Candidate(phrase, "phrase", start, start + len(phrase)))
                 claim(start, start + len(phrase))
+            elif phrase and " " in phrase and _opens_with_code(phrase, start, found, free):
+                found.append(Candidate(phrase, "phrase", start, start + len(phrase)))  # "Q2 Hiring": a name
+                claim(start, start + len(phrase))  # whose first word is code-shaped; the code stays a candidate
     for start, end, text in _ngrams(request, lex):
         if free(start, end):
             found.append(Candidate(text, "ngram", start, end))
@@ -217,6 +220,14 @@ def extract(request: str, today: date) -> RequestValues:
         out.add(Candidate(c.value, c.kind, c.start, c.end, cue, tail, c.iso, c.written))
     out.words = list(dict.fromkeys(w for w in WORD.findall(request)))
     return out
+
+
+def _opens_with_code(phrase: str, start: int, found: list[Candidate], free: Callable[[int, int], bool]) -> bool:
+    """A capitalised run whose first word is a code the request wrote ("Q2 Hiring project") and whose other
+    words are free: the whole run is a name too."""
+    first = phrase.split()[0]
+    opened = any(c.kind == "code" and c.start == start and c.value == first for c in found)
+    return opened and free(start + len(first), start + len(phrase))
 
 
 def _capitalised(lex: Lexicon) -> re.Pattern[str]:

@@ -204,6 +204,17 @@ def test_an_optional_identifier_takes_its_descriptions_keyword_when_the_request_
         assert options["name"].values and not options["courseState"].values, request  # a title is no enum option
 
 
+def test_a_code_that_opens_a_capitalised_name_is_part_of_the_name_not_an_identifier() -> None:
+    tools = [rc.function("searchProjects", "Find projects in a workspace by name.", {"workspaceId": {"type": "string",
+             "description": "Globally unique identifier for the workspace."}, "query": {"type": "string"}},
+             ["workspaceId", "query"])]  # fmt: skip
+    request = "What's in the Q2 Hiring project? (workspace 1201987654321)"
+    values = extract(request, TODAY)
+    assert {(c.kind, c.value) for c in values.candidates} >= {("phrase", "Q2 Hiring"), ("code", "Q2")}
+    assert options_of(tools, "searchProjects", request)["workspaceId"].values == ("1201987654321",)
+    assert options_of(tools, "searchProjects", "Look in workspace Q2 now")["workspaceId"].values == ("Q2",)
+
+
 def test_a_count_of_the_things_a_list_returns_is_its_size_and_a_measure_is_not() -> None:
     tools = [rc.function("files_list", "Lists the user's files.", {"q": {"type": "string"},
              "pageSize": {"type": "integer"}}, []),
