@@ -216,7 +216,7 @@ def extract(request: str, today: date) -> RequestValues:
             found.append(Candidate(text, "ngram", start, end))
     found.sort(key=lambda c: (c.start if c.start >= 0 else 10**6, c.kind == "ngram"))
     for c in found:
-        cue, tail = (_cue(request, c.start), _tail(request, c.end)) if c.start >= 0 else ("", "")
+        cue, tail = (_cue(request, c.start, lex), _tail(request, c.end)) if c.start >= 0 else ("", "")
         out.add(Candidate(c.value, c.kind, c.start, c.end, cue, tail, c.iso, c.written))
     out.words = list(dict.fromkeys(w for w in WORD.findall(request)))
     return out
@@ -354,8 +354,11 @@ def _ngrams(request: str, lex: Lexicon, longest: int = 3) -> Iterable[tuple[int,
             yield window[0][0], window[-1][1], request[window[0][0] : window[-1][1]]
 
 
-def _cue(request: str, start: int, words: int = 4) -> str:
-    before = re.findall(r"[A-Za-z]+", request[max(0, start - 48) : start])
+def _cue(request: str, start: int, lex: Lexicon, words: int = 4) -> str:
+    """The last words before a value, lower case; a language with a glossary by its English glosses ("文件
+    Hq3ZtR8pLmN1sV" → "file"), so a cue ties a value to an argument's English name in either language."""
+    before = request[max(0, start - 48) : start]
+    before = re.findall(r"[A-Za-z]+", lex.glossed(before) if not before.isascii() else before)
     return " ".join(w.lower() for w in before[-words:])
 
 

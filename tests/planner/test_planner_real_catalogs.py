@@ -215,6 +215,19 @@ def test_a_code_that_opens_a_capitalised_name_is_part_of_the_name_not_an_identif
     assert options_of(tools, "searchProjects", "Look in workspace Q2 now")["workspaceId"].values == ("Q2",)
 
 
+def test_a_chinese_cue_is_read_by_its_gloss() -> None:
+    """The words before a value in a language with a glossary are its English glosses, so a cue ties a
+    value to an argument's English name in either language."""
+    tools = [rc.function("updateContact", "Update a contact.", {"contactId": {"type": "string"},
+             "note": {"type": "string"}}, ["contactId"])]  # fmt: skip
+    request = "把文件 Hq3ZtR8pLmN1sV 里的节点 n-417 导出成图片"
+    code = next(c for c in extract(request, TODAY).candidates if c.value == "Hq3ZtR8pLmN1sV")
+    assert code.cue == "file"  # 文件, by its gloss
+    request = "把联系人 C-2041 的备注改成“VIP”"
+    options = options_of(tools, "updateContact", request)
+    assert options["contactId"].values == ("C-2041",)
+
+
 def test_a_count_of_the_things_a_list_returns_is_its_size_and_a_measure_is_not() -> None:
     tools = [rc.function("files_list", "Lists the user's files.", {"q": {"type": "string"},
              "pageSize": {"type": "integer"}}, []),
