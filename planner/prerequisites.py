@@ -28,6 +28,7 @@ from planner.lexicon import lexicon
 from planner.lookups import Producer, described_entity, description_keywords, entity_words, producers
 from planner.query_filters import filter_object
 from planner.steps import Step, tool_verb
+from planner.value_shapes import ADDRESS_KINDS
 from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
 
 _ID_KINDS = ("code", "quoted", "email", "url", "phone")
@@ -189,9 +190,6 @@ def _names_a_code(tool: ToolDef, arg: str) -> bool:
     return bool(words & {lex.stem(w) for w in lex.identifier_words | lex.code_words})
 
 
-_ADDRESSES = ("email", "phone", "url")
-
-
 def _finds_by(producer: ToolDef, kind: str) -> bool:
     """The lookup can find a thing by a value of this kind (an e-mail address): an argument of that kind,
     a filter object (`{"field": "email", "value": ...}`: planner/query_filters.py), or its text names the
@@ -245,7 +243,7 @@ def _seed(
         names = []
     # an address or a code identifies the thing better than quoted text, which is more often the new value
     # ("the contact with e-mail x@y.cn: rename it to '王丽'")
-    shaped = [c for c in inside if (c.kind in _ADDRESSES and _finds_by(producer, c.kind)) or _id_code(c)]
+    shaped = [c for c in inside if (c.kind in ADDRESS_KINDS and _finds_by(producer, c.kind)) or _id_code(c)]
     shaped = shaped or [c for c in inside if c.kind in ("quoted", "filename")]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)

@@ -15,10 +15,8 @@ from collections.abc import Mapping
 from planner.argkinds import ArgKind, ordered_tokens
 from planner.flat_args import field_depth
 from planner.lexicon import Lexicon, lexicon_for, weights
-from planner.value_shapes import shaped_as
+from planner.value_shapes import ADDRESS_KINDS, shaped_as
 from planner.values import Candidate, RequestValues, name_tokens, role_match
-
-_ADDRESS_KINDS = frozenset({"email", "url", "phone"})  # a word after an address does not name its argument
 
 
 class Ties:
@@ -91,7 +89,7 @@ class Ties:
         words = ordered_tokens(field)
         cut = next((i for i, word in enumerate(words) if word in self.lex.denominators), len(words))
         heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
-        tail = c.tail if c.kind not in _ADDRESS_KINDS else ""  # "jo@x.dev view-only": no `…ForView` address
+        tail = c.tail if c.kind not in ADDRESS_KINDS else ""  # "jo@x.dev view-only": no `…ForView` address
         if tail and tail not in self.lex.stopwords and self.lex.stem(tail) in heads & (stems | {tail}):
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         elif len(words) > 1 and c.start >= 0 and self._followed_by(c, words):

@@ -15,6 +15,7 @@ from planner.values import FILENAME, Candidate, RequestValues
 
 ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
 TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression", "filename")
+ADDRESS_KINDS = frozenset({"email", "phone", "url"})  # values that address something: a mailbox, a line, a page
 
 _SHAPES = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
