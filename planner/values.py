@@ -358,8 +358,8 @@ def _cue(request: str, start: int, lex: Lexicon, words: int = 4) -> str:
     """The last words before a value, lower case; a language with a glossary by its English glosses ("文件
     Hq3ZtR8pLmN1sV" → "file"), so a cue ties a value to an argument's English name in either language."""
     before = request[max(0, start - 48) : start]
-    before = re.findall(r"[A-Za-z]+", lex.glossed(before) if not before.isascii() else before)
-    return " ".join(w.lower() for w in before[-words:])
+    found = re.findall(r"[A-Za-z]+", lex.glossed(before) if not before.isascii() else before)
+    return " ".join(w.lower() for w in found[-words:])
 
 
 def _tail(request: str, end: int) -> str:
