@@ -84,6 +84,7 @@ class NodeTurns:
         self.skeleton = req.skeleton if plan_try.use_skeleton else None
         self.forced = skeleton_refs(self.skeleton) if self.skeleton is not None else None
         self._demo_chose: dict[int, set[str]] = {}
+        self._demo_words: set[str] | None = None
 
     def tools_given(self) -> tuple[list[str] | None, str]:
         """The tool sequence the decoder is given (None: the model writes it) and where it came from."""
@@ -199,7 +200,9 @@ class NodeTurns:
             nodes = self.skeleton.plan.get("nodes", [])
             node = nodes[index] if index < len(nodes) and isinstance(nodes[index], dict) else {}
             lex = lexicon_for(self.req.text)
-            only_there = _stems(self.skeleton.request, lex) - _stems(self.req.text, lex)
+            if self._demo_words is None:  # the words only the demonstration's request says (once per request)
+                self._demo_words = _stems(self.skeleton.request, lex) - _stems(self.req.text, lex)
+            only_there = self._demo_words
             for arg, value in (node.get("args") or {}).items():
                 text = f"{arg} {value}" if isinstance(value, str) else arg
                 words = {w for token in ordered_tokens(text) for w in re.findall(r"[a-z]+", token)}
