@@ -109,6 +109,7 @@ class Lexicon:
     time_patterns: tuple[re.Pattern[str], ...] = ()  # named groups hour, minute?, half?, period?
     afternoon_words: frozenset[str] = frozenset()  # a `period` that adds 12 hours
     gloss: Mapping[str, str] = field(default_factory=dict)  # word → English, for the English embedding model
+    gloss_pattern: re.Pattern[str] | None = None  # the glossed words, longest first (compiled once per language)
     segmented: bool = True  # words are separated by spaces (False: Chinese)
 
     def stem(self, word: str) -> str:
@@ -136,14 +137,20 @@ class Lexicon:
         """`text` with every glossed word followed by its English gloss (unchanged when there is no gloss)."""
         if not self.gloss:
             return text
-        pattern = re.compile("|".join(re.escape(w) for w in sorted(self.gloss, key=len, reverse=True)))
+        pattern = self.gloss_pattern or _gloss_pattern(self.gloss)
         return pattern.sub(lambda m: f"{m.group(0)} {self.gloss[m.group(0)]} ", text)
+
+
+def _gloss_pattern(gloss: Mapping[str, str]) -> re.Pattern[str]:
+    """One alternation of the glossed words, longest first (so "文件夹" wins over "文件")."""
+    return re.compile("|".join(re.escape(w) for w in sorted(gloss, key=len, reverse=True)))
 
 
 def _load(path: Path, language: str) -> Lexicon:
     data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     anaphora = _words(data.get("anaphora"))
     segmented = bool(data.get("segmented", True))
+    gloss = {str(k): str(v) for k, v in (data.get("gloss") or {}).items()}
     edge = r"\b" if segmented else ""  # no word boundaries between CJK characters
     return Lexicon(
         language=language,
@@ -209,7 +216,8 @@ def _load(path: Path, language: str) -> Lexicon:
         date_patterns=tuple(re.compile(p) for p in data.get("date_patterns") or ()),
         time_patterns=tuple(re.compile(p) for p in data.get("time_patterns") or ()),
         afternoon_words=_words(data.get("afternoon_words")),
-        gloss=MappingProxyType({str(k): str(v) for k, v in (data.get("gloss") or {}).items()}),
+        gloss=MappingProxyType(gloss),
+        gloss_pattern=_gloss_pattern(gloss) if gloss else None,
         segmented=segmented,
     )
 
