@@ -63,16 +63,27 @@ def taken_by_required(out: dict[str, ArgOptions]) -> None:
 
 
 _OUTPUT_ONLY = re.compile(r"(?:^|[.!]\s+)(?:read-only|output only)\b", re.IGNORECASE)
+# a credential the connection supplies, never the request (Google's `access_token`: "OAuth access token.",
+# `key`: "API key. …"): what the description opens with, for an argument named like one
+_CREDENTIAL = re.compile(
+    r"^\s*(?:the |an? |your )?(?:oauth(?: 2\.0)?(?: access)? token|api key|access token|bearer token"
+    r"|auth(?:entication|orization)? token|client secret)\b",
+    re.IGNORECASE,
+)
+_CREDENTIAL_NAMES = re.compile(r"token|key|secret|auth", re.IGNORECASE)
 
 
-def unwritable(schema: Mapping[str, Any]) -> bool:
+def unwritable(schema: Mapping[str, Any], name: str = "") -> bool:
     """The schema marks the argument deprecated (`deprecated: true`, or a description that opens with
     "Deprecated", as OpenAPI documents and the importer write it) or as the service's to write (`readOnly`,
     or a sentence of its description that opens with "Read-only" or "Output only", as Google's do: a
-    course's `courseGroupEmail`, an attendee's `organizer`)."""
+    course's `courseGroupEmail`, an attendee's `organizer`), or `name` is a credential the connection
+    supplies (described as an OAuth token or API key: "delegate access to my mailbox" is no `access_token`)."""
     description = schema.get("description")
     described = isinstance(description, str) and (
-        description.lstrip().lower().startswith("deprecated") or bool(_OUTPUT_ONLY.search(description))
+        description.lstrip().lower().startswith("deprecated")
+        or bool(_OUTPUT_ONLY.search(description))
+        or bool(name and _CREDENTIAL_NAMES.search(name) and _CREDENTIAL.match(description))
     )
     return schema.get("deprecated") is True or schema.get("readOnly") is True or described
 

@@ -20,9 +20,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from planner.arg_options import unwritable
 from planner.argkinds import dateish, ordered_tokens, timeish
 from planner.catalog import ToolDef
 from planner.lexicon import lexicon, lexicon_for, weights
+from planner.lookups import description_keywords
 from planner.upstream import Upstream
 from planner.values import Candidate, RequestValues, name_tokens
 
@@ -167,6 +169,8 @@ def draft_args(
         if arg in preferred and preferred[arg]:
             draft[arg] = preferred[arg][0]
             continue
+        if arg not in required and unwritable(schema, arg.rpartition(".")[2]):
+            continue  # deprecated, the service's own, or a credential the connection supplies
         if "enum" in schema:
             enum = {str(v).lower(): v for v in schema["enum"]}
             hit = next((c for c in values.strings() if str(c.value).lower() in enum and _cue_match(c, arg)), None)
@@ -176,9 +180,12 @@ def draft_args(
             elif "default" in schema and (defaults or arg in required):
                 draft[arg] = schema["default"]
             continue
+        keywords = description_keywords(schema, arg) if arg in required else []
         for number, candidate in enumerate(values.candidates):
-            if _type_ok(candidate, schema, arg):
+            if _type_ok(candidate, schema, arg) and (not keywords or _cue_match(candidate, arg) > 0):
                 options.append((_score(candidate, arg, schema, span), arg, candidate.value, number))
+        # an argument with a keyword of its own ("use the `me` keyword") takes it unless a value is cued to it
+        options += [(weights().draft["floor"], arg, keyword, None) for keyword in keywords[:1]]
         for up in reversed(upstream):  # the same argument of an earlier node: keep its literal value
             earlier = up.args.get(arg)
             if earlier is not None and not (isinstance(earlier, str) and earlier.startswith("$")):

@@ -36,18 +36,18 @@ from planner.arg_options import (
     taken_by_required,
     unwritable,
 )
-from planner.argkinds import ArgKind, classify, described_options, names_kind, ordered_tokens
+from planner.argkinds import ArgKind, classify, described_options, ordered_tokens
 from planner.catalog import ToolDef
 from planner.dates import DateFormat, stated_zone
-from planner.flat_args import field_depth
 from planner.lexicon import lexicon
 from planner.list_size import list_size
 from planner.lookups import description_keywords, is_lookup, name_verbs, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
 from planner.ties import Ties
+from planner.untied import place_untied
 from planner.upstream import Upstream, could_supply, entity_id_refs, same_named_refs
-from planner.value_shapes import fits_type, named_only, number_of, numeric, opens_name, shape, shaped_as
+from planner.value_shapes import fits_type, named_only, number_of, numeric, opens_name, shaped_as
 from planner.values import Candidate, RequestValues
 
 
@@ -80,7 +80,7 @@ class NodeEvidence:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
         one_option_one_argument(out)
         taken_by_required(out)
-        self._untied(out, tool)
+        place_untied(out, tool, self._inside(), self.ties, self.lex, lists=self._lists)
         self._money(tool, out)
         for arg, options in out.items():
             schema = tool.properties.get(arg)
@@ -88,61 +88,10 @@ class NodeEvidence:
                 out[arg] = ArgOptions(arg, False, options.kind, (schema["default"],), typed=True, closed=True)
         return out
 
-    def _untied(self, out: dict[str, ArgOptions], tool: ToolDef) -> None:
-        """An address no argument's name or role ties ("Email ana@example.com ...") goes to the first
-        argument of its kind that has no value yet (`to` before `cc`: the tool's own order); quoted text
-        no argument is tied to ("Add 'Quarterly review' to my calendar") to the first argument named like a
-        name or title (the lexicon's `name_args`: `summary`, `name`, `title`...)."""
-        for c in self._inside():
-            if c.kind != "quoted" or not c.written or self.ties.strongest(c) > 0:
-                continue
-            if any(o.values == (c.value,) for o in out.values()):
-                continue
-            named = [
-                arg
-                for arg, options in out.items()
-                if set(ordered_tokens(arg.rpartition(".")[2])) & self.lex.name_args
-                and self._names_the_thing(arg)
-                and options.kind.kind == "text"
-                and not options.required  # (a required one is offered every candidate anyway)
-                and not options.values
-                and not options.refs
-                and not options.unwritable
-            ]
-            if named:  # the least nested first (`body.summary` before `body.attachments.0.title`)
-                arg = min(named, key=field_depth)
-                out[arg] = replace(out[arg], values=(c.value,), typed=True, closed=True, supported=True)
-        for address in ("email", "url", "phone"):
-            for c in self._inside():
-                if not c.written or shape(c) != address or self.ties.strongest(c) > 0:
-                    continue
-                if any(o.values == (c.value,) for o in out.values()):
-                    continue  # (an identifier offered every value of its shape has not taken it)
-                free = [a for a, o in out.items() if not o.values and not o.refs and not o.unwritable]
-                takers = [a for a in free if out[a].kind.kind == address] or [
-                    a for a in free if out[a].kind.is_identifier and self._described_as(tool, a, address)
-                ]  # "Invite li.ming@school.cn": `userId`, "the email address of the user" one of its forms
-                if takers:
-                    arg = takers[0]
-                    out[arg] = replace(out[arg], values=(c.value,), typed=True, closed=True, supported=True)
-
-    def _described_as(self, tool: ToolDef, arg: str, kind: str) -> bool:
-        """The argument's description names the value kind (an identifier that may be "the email address
-        of the user")."""
-        schema = tool.properties.get(arg)
-        text = str(schema.get("description", "")) if isinstance(schema, dict) else ""
-        return names_kind(text, kind)
-
     def _names_the_tool(self, option: str) -> bool:
         """Every word of an enum option is a noun of the tool's own name (`BOOKS` of `books_volumes_list`)."""
         words = [self.lex.stem(w) for w in ordered_tokens(option)]
         return bool(words) and all(w in self.ties.entity for w in words)
-
-    def _names_the_thing(self, arg: str) -> bool:
-        """`arg` is a field of the thing the tool acts on: an argument of its own, or a field of a body
-        argument (`body.summary`), not of another object inside it (`author.displayName`)."""
-        parts = [p for p in arg.split(".") if not p.isdigit()]
-        return len(parts) == 1 or (len(parts) == 2 and parts[0].lower() in self.lex.body_args)
 
     def _money(self, tool: ToolDef, out: dict[str, ArgOptions]) -> None:
         """The one sum of money the step writes fills the least nested amount object: its currency code
@@ -184,7 +133,9 @@ class NodeEvidence:
         required = arg in tool.required if required is None else required
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
-        if not required and unwritable(schema):  # a deprecated one's replacement is the one to write
+        if not required and unwritable(
+            schema, arg.rpartition(".")[2]
+        ):  # a deprecated one's replacement is the one to write
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)
         # (an optional argument takes no same-named output: a filler more often than not; only the id of the
         # thing an earlier node created or found, when the argument names that thing: `segment_id`)
@@ -198,7 +149,9 @@ class NodeEvidence:
         if kind.kind == "boolean":
             return self._flag(arg, kind, required, same)
         if kind.is_identifier or kind.kind in ("email", "url", "phone"):
-            return self._shaped(arg, kind, required, same, description_keywords(schema) if kind.is_identifier else [])
+            return self._shaped(
+                arg, kind, required, same, description_keywords(schema, arg) if kind.is_identifier else []
+            )
         if kind.kind in ("number", "integer"):
             return self._number(arg, schema, kind, required, same)
         point = [c.value for c in self._inside() if c.kind == "coordinates"]
@@ -307,6 +260,7 @@ class NodeEvidence:
         """An identifier, an e-mail address, a URL, a phone number: values of that shape only (quoted or
         not); a bare number or quoted text is an identifier only when named one ("customer 4711"); an
         identifier also takes the keywords its description offers ("primary")."""
+
         def usable(pool: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
             shaped = [c for c in pool if c.written and shaped_as(c, kind)]
             cued = [c for c in shaped if self.ties.cued(c, arg, optional=not required)]
@@ -326,7 +280,9 @@ class NodeEvidence:
 
         # what the request ties to it, then the description's keywords ("primary"); values of its shape only
         # when nothing is tied to it ("给项目 1204455667788 …，标题“第6周进展”": the project's id is the number)
-        others = [] if cued else written(inside)
+        # (with a keyword of its own, only a value tied to it: "mail from a@x.io under the label Label_12"
+        # leaves `userId` its "me")
+        others = [] if cued or keywords else written(inside)
         literal = list(dict.fromkeys([*written(cued), *keywords, *others]))
         missing = None
         if not literal and not same and not could_supply(self.upstream, kind, arg, self.lex):

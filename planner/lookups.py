@@ -244,13 +244,21 @@ def lookup_target(consumer: ToolDef, arg: str, catalog: ToolCatalog) -> bool:
     return classify(arg, schema).is_identifier or bool(producers(consumer, arg, catalog))
 
 
-def description_keywords(schema: object) -> list[str]:
+def description_keywords(schema: object, name: str = "") -> list[str]:
     """Literal values an argument's description offers in quotes, in a sentence that says to use them
-    ('If you want ... the primary calendar, use the "primary" keyword.')."""
+    ('If you want ... the primary calendar, use the "primary" keyword.'), not the names of parameters,
+    fields or methods it mentions ("with the `branch_data` query param") nor the argument's own `name`."""
     lex = lexicon("en")
     text = str(schema.get("description", "")) if isinstance(schema, dict) else ""
     found: list[str] = []
     for sentence in re.split(r"(?<=[.!?])\s+", text):
         if {w.lower() for w in re.findall(r"[A-Za-z]+", sentence)} & lex.keyword_cues:
-            found += re.findall(r"[\"“`]([A-Za-z][\w-]{1,30})[\"”`]", sentence)
+            for match in _QUOTED_WORD.finditer(sentence):
+                word, after = match.group(1), match.group(2).lower()
+                if after not in lex.keyword_not_before and not _FIELD_NAME.search(word) and word != name:
+                    found.append(word)
     return list(dict.fromkeys(found))
+
+
+_QUOTED_WORD = re.compile(r"[\"“`]([A-Za-z][\w-]{1,30})[\"”`]\s*([A-Za-z]*)")
+_FIELD_NAME = re.compile(r"_|[a-z][A-Z]")  # `segment_id`, `encryptedCardNumber`: a field's name, not a value

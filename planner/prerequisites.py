@@ -147,7 +147,7 @@ def needs_lookup(
         return None
     if values is not None:
         callable_first = [p for p in found if _callable(catalog.get(p.tool), values, span)]
-        if not callable_first and description_keywords(tool.properties.get(arg)):
+        if not callable_first and description_keywords(tool.properties.get(arg), arg):
             return None  # the argument's own keyword ("primary") beats a lookup that needs an id nobody gives
         found = callable_first + [p for p in found if p not in callable_first]
     best = found[0]
@@ -173,7 +173,9 @@ def _callable(tool: ToolDef, values: RequestValues, span: tuple[int, int] | None
         c for c in values.candidates if c.written and (span is None or c.start < 0 or span[0] <= c.start < span[1])
     ]
     for arg in tool.required:
-        if not classify(arg, tool.properties.get(arg)).is_identifier or description_keywords(tool.properties.get(arg)):
+        if not classify(arg, tool.properties.get(arg)).is_identifier or description_keywords(
+            tool.properties.get(arg), arg
+        ):
             continue
         tokens = name_tokens(arg) | set(entity_words(arg, lex))
         if not any(c.kind in _ID_KINDS + ("number",) and tokens & set(c.cue.split()[-2:]) for c in inside):
@@ -297,7 +299,7 @@ def with_prerequisites(
             )
             if producer is None or producer.tool in sequence:
                 continue
-            keywords = description_keywords(tool.properties.get(arg))
+            keywords = description_keywords(tool.properties.get(arg), arg)
             taken = used.setdefault((producer.tool, producer.path), set())
             seed = named_ids.get(arg) or _seed(
                 tool, arg, values, span, taken, catalog.get(producer.tool), cued_only=bool(keywords)

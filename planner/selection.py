@@ -126,21 +126,38 @@ def _fit(request: str, values: RequestValues, steps: list[Step], catalog: ToolCa
     return name_fit(request, steps, catalog) + value_fit(values, steps, catalog) + option_fit(request, steps, catalog)
 
 
-def _join_argument_steps(request: str, hints: list[StepHint], catalog: ToolCatalog) -> list[StepHint]:
+def _join_argument_steps(
+    request: str, hints: list[StepHint], catalog: ToolCatalog, values: RequestValues
+) -> list[StepHint]:
     """A step given the same tool as the step before it (tool-less steps between), that writes one of that
     tool's parameter names, gives that call another argument ("…, and add priya@example.com as an
-    attendee"): it joins that step, with the steps between."""
+    attendee"): it joins that step, with the steps between. So does one given the same lookup that gives
+    no value but a count ("Search my mail for 'invoice 4471' and show at most 10 messages")."""
     out: list[StepHint] = []
     for hint in hints:
         at = next((k for k in range(len(out) - 1, -1, -1) if out[k].tool is not None), -1)  # tool-less between
         last = out[at] if at >= 0 else None
         same = last is not None and hint.tool is not None and hint.tool == last.tool and hint.tool in catalog
-        if same and last is not None and names_a_parameter(request, hint.step, catalog.get(str(hint.tool))):
+        tool = catalog.get(str(hint.tool)) if same else None
+        if (
+            same
+            and last is not None
+            and tool is not None
+            and (names_a_parameter(request, hint.step, tool) or _more_of_a_lookup(hint.step, tool, values))
+        ):
             start, end = last.step.start, hint.step.end
             out[at:] = [StepHint(Step(request[start:end], start, end, last.step.implicit), last.tool, last.score)]
             continue
         out.append(hint)
     return out
+
+
+def _more_of_a_lookup(step: Step, tool: ToolDef, values: RequestValues) -> bool:
+    """The tool's name says it lists or finds things and the step gives it nothing but a number (how many
+    to show; "then calculate the square of the payment" gives none and is a step of its own)."""
+    lex = lexicon("en")
+    given = [c for c in values.candidates if c.written and c.kind != "ngram" and step.start <= c.start < step.end]
+    return bool(name_verbs(tool.name, lex) & lex.lookup_verbs) and bool(given) and all(c.is_number for c in given)
 
 
 _SPELLED = frozenset({"number", "expression", "date", "datetime", "time"})  # "a single send", "tomorrow": words as well
@@ -156,7 +173,10 @@ def without_values(text: str, offset: int, values: RequestValues, kinds: frozens
     spans = sorted(
         (c.start - offset, c.end - offset)
         for c in values.candidates
-        if c.written and c.kind in kinds and c.start >= offset and c.end - offset <= len(text)
+        if c.written
+        and c.kind in kinds
+        and c.start >= offset
+        and c.end - offset <= len(text)
         and (c.kind not in _SPELLED or any(ch.isdigit() for ch in text[c.start - offset : c.end - offset]))
     )
     out, at = [], 0
@@ -215,7 +235,7 @@ class ToolSelector:
         hints = self._hints(steps, per_step, names, set(shortlist.names()))
         if self.config.repeat_mask:
             hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
-        hints = _join_argument_steps(request, hints, catalog)
+        hints = _join_argument_steps(request, hints, catalog, values)
         proposed = _with_toolless_tails(request, hints)
         spans = [(h.step.start, h.step.end) for h in proposed]
         similarity = {names[i]: float(best[i]) for i in range(len(names))}

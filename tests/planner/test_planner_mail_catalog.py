@@ -1,0 +1,103 @@
+"""Rules found on a mail API's catalog (Gmail's shape, invented here): a user id with a keyword of its own
+(`me`), a search's free-text `q`, credentials among the query parameters, and descriptions that quote the
+names of other parameters. Logic only: no model (the engine's end-to-end case is in tests/engine)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from planner.arg_options import unwritable
+from planner.catalog import ToolCatalog
+from planner.drafting import draft_args
+from planner.evidence import NodeEvidence
+from planner.lookups import description_keywords
+from planner.selection import StepHint, _join_argument_steps
+from planner.steps import split_steps
+from planner.values import extract
+from tests.planner import real_catalogs as rc
+
+TODAY = date(2026, 11, 30)
+TEXT = {"type": "string"}
+USER = {**TEXT, "description": "The user's email address. The special value `me` can be used to indicate the user."}
+CREDENTIALS = {
+    "access_token": {**TEXT, "description": "OAuth access token."},
+    "key": {**TEXT, "description": "API key. Your API key identifies your project. Required unless you send a token."},
+}
+MAIL = [
+    rc.function(
+        "mail_messages_list",
+        "Lists the messages in the user's mailbox.",
+        {
+            "userId": USER,
+            "q": {**TEXT, "description": "Only return messages matching the specified query."},
+            "maxResults": {"type": "integer", "description": "Maximum number of messages to return."},
+            **CREDENTIALS,
+        },
+        ["userId"],
+        {"type": "object", "properties": {"messages": {"type": "array", "items": {"type": "object"}}}},
+    ),
+    rc.function(
+        "mail_filters_create",
+        "Creates a filter.",
+        {"userId": USER, "from": {**TEXT, "description": "The sender's address."}, "labelId": TEXT, **CREDENTIALS},
+        ["userId"],
+    ),
+    rc.function(
+        "mail_delegates_create",
+        "Adds a delegate to the mailbox.",
+        {"userId": USER, "delegateEmail": {**TEXT, "format": "email"}, **CREDENTIALS},
+        ["userId"],
+    ),
+]
+
+
+def options_of(tool: str, request: str) -> Any:
+    return NodeEvidence(extract(request, TODAY), None, []).node(ToolCatalog.from_openai(MAIL).get(tool))
+
+
+def test_a_credential_the_connection_supplies_is_never_written() -> None:
+    options = options_of("mail_delegates_create", "Give assistant@acme.com delegate access to my mailbox, key k-1")
+    assert not options["access_token"].supported and not options["key"].supported
+    assert options["delegateEmail"].values == ("assistant@acme.com",)
+    tool = ToolCatalog.from_openai(MAIL).get("mail_delegates_create")
+    drafted = draft_args(tool, extract("Give assistant@acme.com delegate access to my mailbox", TODAY), None, [])
+    assert "access_token" not in drafted and drafted["userId"] == "me"
+    # named like a credential but described as something else, or described as one but named otherwise
+    assert not unwritable({**TEXT, "description": "Page token to retrieve a specific page of results."}, "pageToken")
+    assert not unwritable({**TEXT, "description": "The key of the setting to change."}, "key")
+    assert not unwritable({**TEXT, "description": "API key of the webhook's target service."}, "label")
+
+
+def test_quoted_text_nothing_ties_is_a_searchs_query_and_a_count_is_no_second_search() -> None:
+    request = "Search my mail for 'invoice 4471' and show at most 10 messages."
+    options = options_of("mail_messages_list", request)
+    assert options["q"].values == ("invoice 4471",) and options["maxResults"].values == (10,)
+    assert options["userId"].values == ("me",)
+    catalog = ToolCatalog.from_openai(MAIL)
+    values = extract(request, TODAY)
+    steps = split_steps(request, ["search", "show", "create", "add"], set())
+    assert len(steps) == 2  # "… and show at most 10 messages" reads as a step of its own
+    hints = [StepHint(step, "mail_messages_list", 0.5) for step in steps]
+    assert len(_join_argument_steps(request, hints, catalog, values)) == 1  # one call, with a size
+    other = "Search my mail for 'invoice 4471' and search it for 'receipt 9'."
+    steps = split_steps(other, ["search"], set())
+    hints = [StepHint(step, "mail_messages_list", 0.5) for step in steps]
+    assert len(_join_argument_steps(other, hints, catalog, extract(other, TODAY))) == len(steps) == 2
+
+
+def test_an_identifier_with_a_keyword_takes_only_a_value_tied_to_it() -> None:
+    options = options_of("mail_filters_create", "Create a filter for mail from news@shop.com under the label Label_12")
+    assert options["userId"].values == ("me",)  # not the sender, not the label
+    options = options_of("mail_filters_create", "For user bob@acme.com, filter mail from news@shop.com")
+    assert options["userId"].values[0] == "bob@acme.com"  # named as the user: it comes first
+
+
+def test_description_keywords_are_values_not_the_names_of_parameters_or_methods() -> None:
+    assert description_keywords(USER, "userId") == ["me"]
+    said = "This can be a file key or branch key. Use `GET /v1/files/:key` with the `branch_data` query param."
+    assert description_keywords({"description": said}, "file_key") == []
+    assert description_keywords({"description": "Use `segment_id` instead. Deprecated."}, "audience_id") == []
+    assert description_keywords({"description": "Use the \"move\" method to move the task."}, "parent") == []
+    assert description_keywords({"description": "Use `page` to navigate through results."}, "page") == []
+    assert description_keywords({"description": "Use the \"primary\" keyword."}, "calendarId") == ["primary"]
