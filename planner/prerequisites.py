@@ -25,7 +25,7 @@ from planner.argkinds import classify, identifier_like, names_kind, ordered_toke
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
-from planner.lookups import Producer, described_entity, description_keywords, entity_words, producers
+from planner.lookups import Producer, described_entity, description_keywords, entity_words, producers, queryable
 from planner.query_filters import filter_object
 from planner.steps import Step, tool_verb
 from planner.value_shapes import ADDRESS_KINDS
@@ -305,6 +305,8 @@ def with_prerequisites(
                 tool, arg, values, span, taken, catalog.get(producer.tool), cued_only=bool(keywords)
             )
             identifier = classify(arg, tool.properties.get(arg)).is_identifier
+            if seed is not None and _lists_everything(catalog.get(producer.tool), values):
+                seed = None  # a name it cannot be asked for picks nothing ("one of my bookshelves"): a gap
             if seed is None and identifier:
                 if not keywords and lookups:  # nothing names the thing: which one is meant is the user's to say
                     gaps.append(Gap(-1, arg, producer.tool))
@@ -328,6 +330,16 @@ def with_prerequisites(
         out.append(name)
         serves.append(index)
     return out, made, serves, gaps
+
+
+def _lists_everything(producer: ToolDef, values: RequestValues | None) -> bool:
+    """The lookup takes no name (no required string, nothing named like a query: planner/lookups.py
+    `queryable`) and the request gives none of its arguments a value: it returns every item, and which
+    one is meant only the user can say. (A list filtered by what the request gives, like the stored
+    payment methods of "shopper cust-8841", narrows it.)"""
+    if queryable(producer, lexicon("en")) < 2:
+        return False
+    return not any(literal_for(producer, arg, values, None) for arg in producer.arg_names())
 
 
 def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[int, int] | None) -> dict[str, str]:

@@ -98,6 +98,54 @@ def test_description_keywords_are_values_not_the_names_of_parameters_or_methods(
     said = "This can be a file key or branch key. Use `GET /v1/files/:key` with the `branch_data` query param."
     assert description_keywords({"description": said}, "file_key") == []
     assert description_keywords({"description": "Use `segment_id` instead. Deprecated."}, "audience_id") == []
-    assert description_keywords({"description": "Use the \"move\" method to move the task."}, "parent") == []
+    assert description_keywords({"description": 'Use the "move" method to move the task.'}, "parent") == []
     assert description_keywords({"description": "Use `page` to navigate through results."}, "page") == []
-    assert description_keywords({"description": "Use the \"primary\" keyword."}, "calendarId") == ["primary"]
+    assert description_keywords({"description": 'Use the "primary" keyword.'}, "calendarId") == ["primary"]
+
+
+def test_a_lookup_that_lists_everything_and_is_narrowed_by_nothing_the_request_gives_is_a_gap() -> None:
+    """ "Add the note to one of my folders": the folder list takes no name, so no name picks one (its first
+    item would be a guess; the user must say which); a list filtered by what the request gives (the shopper)
+    is a lookup."""
+    from planner.config import SelectionConfig
+    from planner.prerequisites import with_prerequisites
+
+    items = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object", "properties": {
+        "id": TEXT, "title": TEXT}}}}}  # fmt: skip
+    catalog = ToolCatalog.from_openai(
+        [
+            rc.function("folders_list", "Lists the user's folders.", {"fields": TEXT}, [], items),
+            rc.function(
+                "folders_addNote",
+                "Adds a note to a folder.",
+                {"folderId": {**TEXT, "description": "ID of the folder."}, "note": TEXT},
+                ["folderId", "note"],
+            ),  # fmt: skip
+            rc.function(
+                "storedMethods_list",
+                "Lists the stored payment methods of a shopper.",
+                {"shopperReference": {**TEXT, "description": "The shopper's reference."}},
+                [],
+                items,
+            ),
+            rc.function(
+                "payments_create",
+                "Pays with a stored payment method.",
+                {
+                    "storedMethodId": {**TEXT, "description": "ID of the stored payment method."},
+                    "amount": {"type": "integer"},
+                },
+                ["storedMethodId", "amount"],
+            ),  # fmt: skip
+        ]
+    )
+
+    def plan(request: str, tool: str) -> tuple[list[str], list[str]]:
+        values = extract(request, TODAY)
+        sequence, _, _, gaps = with_prerequisites([tool], [None], catalog, catalog, SelectionConfig(), values)
+        return sequence, [g.arg for g in gaps]
+
+    for request in ("Add the note 'Read it twice' to one of my folders", "Add the note 'Buy' to my folder Later"):
+        assert plan(request, "folders_addNote") == (["folders_addNote"], ["folderId"])
+    sequence, _ = plan("Pay 120 with the stored card of shopper cust-8841", "payments_create")
+    assert sequence == ["storedMethods_list", "payments_create"]
