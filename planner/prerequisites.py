@@ -25,10 +25,17 @@ from planner.argkinds import classify, identifier_like, names_kind, ordered_toke
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
-from planner.lookups import Producer, described_entity, description_keywords, entity_words, producers, queryable
+from planner.lookups import (
+    Producer,
+    described_entity,
+    description_keywords,
+    entity_words,
+    producers,
+    queryable,
+)
 from planner.query_filters import filter_object
 from planner.steps import Step, tool_verb
-from planner.value_shapes import ADDRESS_KINDS
+from planner.value_shapes import ADDRESS_KINDS, shaped_as
 from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
 
 _ID_KINDS = ("code", "quoted", "email", "url", "phone")
@@ -236,7 +243,11 @@ def _seed(
         for o in schema.get("enum", [])
     }
     kinds = ("phrase", "quoted", "filename", "ngram", "email", "phone", "url", "code")  # a name, or what identifies it
-    names = [c for c in values.strings() if c.kind in kinds and c.value not in used]
+    names = [
+        c
+        for c in values.strings()
+        if c.kind in kinds and c.value not in used and not _names_another(c, arg, tool, producer)
+    ]
     names = [c for c in names if not names_tools(c) and str(c.value).lower() not in options]
     inside = [c for c in names if span is None or c.start < 0 or span[0] <= c.start < span[1]]
     if cued_only:  # the argument has a keyword of its own ("primary"): only a value the request ties to it
@@ -250,6 +261,26 @@ def _seed(
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
     return str(ranked[0].value) if ranked else None
+
+
+def _names_another(c: Candidate, arg: str, tool: ToolDef, producer: ToolDef) -> bool:
+    """The request says the value is something else: the words before it name another argument of either
+    tool ("in workspace 1201987654321" for a project's lookup), or call it the name of another thing ("a
+    section called 'QA'", when a project is looked up)."""
+    lex = lexicon("en")
+    own = (name_tokens(arg) | set(entity_words(arg, lex))) - lex.identifier_words
+    own = own or {w for t in (tool, producer) for w in ordered_tokens(t.name)}  # a bare `id`: the tools' thing
+    cue = [w for w in c.cue.split() if w not in lex.stopwords]
+    if len(cue) >= 2 and cue[-1] in lex.naming_words:
+        return lex.stem(cue[-2]) not in {lex.stem(w) for w in own}
+    before = set(c.cue.split()[-1:])  # the word right before it ("calendar event 'X'": the event's name)
+    for t in (tool, producer):
+        for other in t.required:
+            kind = classify(other, t.properties.get(other))
+            named = other != arg and before & (name_tokens(other) - lex.identifier_words)
+            if named and (not kind.is_identifier or shaped_as(c, kind)):  # ("日历里“周会”": a name is no id)
+                return True
+    return False
 
 
 def with_prerequisites(

@@ -149,3 +149,45 @@ def test_a_lookup_that_lists_everything_and_is_narrowed_by_nothing_the_request_g
         assert plan(request, "folders_addNote") == (["folders_addNote"], ["folderId"])
     sequence, _ = plan("Pay 120 with the stored card of shopper cust-8841", "payments_create")
     assert sequence == ["storedMethods_list", "payments_create"]
+
+
+def test_a_lookup_is_seeded_by_the_name_the_request_gives_the_thing_not_by_values_it_says_are_others() -> None:
+    """Asana's shape: the project is found by typeahead in a workspace. The workspace's id ("in workspace
+    120…") and the new section's name ("a section called 'QA'") are not the project's name; a quoted name
+    in a calendar ("日历里“周会”") is still the event's (a name is no calendar id)."""
+    from planner.config import SelectionConfig
+    from planner.prerequisites import with_prerequisites
+
+    def gid(thing: str) -> dict[str, str]:
+        return {**TEXT, "description": f"Globally unique identifier for the {thing}."}
+
+    found = {"type": "object", "properties": {"data": {"type": "array", "items": {"type": "object", "properties": {
+        "gid": TEXT, "name": TEXT}}}}}  # fmt: skip
+    catalog = ToolCatalog.from_openai(
+        [
+            rc.function(
+                "typeaheadForWorkspace",
+                "Get objects via a typeahead search",
+                {
+                    "workspace_gid": gid("workspace"),
+                    "resource_type": {**TEXT, "enum": ["project", "task"]},
+                    "query": TEXT,
+                },
+                ["workspace_gid", "resource_type"],
+                found,
+            ),  # fmt: skip
+            rc.function(
+                "createSectionForProject",
+                "Create a section in a project",
+                {"project_gid": gid("project"), "name": TEXT},
+                ["project_gid"],
+            ),  # fmt: skip
+        ]
+    )
+    request = "Create a section called 'QA' in the Website Relaunch project. We're in workspace 1201987654321."
+    values = extract(request, TODAY)
+    sequence, lookups, _, _ = with_prerequisites(
+        ["createSectionForProject"], [None], catalog, catalog, SelectionConfig(), values
+    )
+    assert sequence == ["typeaheadForWorkspace", "createSectionForProject"]
+    assert [lk.seed for lk in lookups] == ["Website Relaunch"]
