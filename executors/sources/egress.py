@@ -301,9 +301,7 @@ class EgressTransport(httpx2.AsyncHTTPTransport):
     """httpx2's transport over a connection pool whose connections go through
     `PinnedNetworkBackend`; 3xx answers and oversized bodies are refused here, for every caller."""
 
-    def __init__(
-        self, policy: EgressPolicy, limits: ClientLimits, resolver: Resolver = system_resolver
-    ) -> None:
+    def __init__(self, policy: EgressPolicy, limits: ClientLimits, resolver: Resolver = system_resolver) -> None:
         context = tls_context(policy)
         super().__init__(verify=context, trust_env=False)
         # The pool httpx2 built cannot take a network backend, so it is replaced by one that does

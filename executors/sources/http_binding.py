@@ -19,8 +19,8 @@ IDEMPOTENT_METHODS: frozenset[str] = frozenset({"GET", "PUT", "DELETE", "HEAD"})
 
 class ArgumentBinding(BaseModel):
     """One tool argument and where it goes: a path template variable, a query key, a header, or a
-    property of the JSON body (`name` is the name on the wire; with `body: whole` the one `body`
-    argument has `name` "" and is the whole JSON body)."""
+    property of the body (`name` is the name on the wire; with `body: whole` the one `body` argument
+    has `name` "" and is the whole JSON body)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,6 +40,11 @@ class HttpBinding(BaseModel):
     body: Literal["none", "properties", "whole"] = Field(
         default="none",
         description="No body; a JSON object built from the `body` arguments; or one argument that is the body.",
+    )
+    encoding: Literal["json", "form"] = Field(
+        default="json",
+        description="How a body of `properties` is sent: a JSON object, or `application/x-www-form-urlencoded` "
+        "fields (Twilio's and Stripe's documents declare only that; a list repeats its key).",
     )
     operation_id: str | None = Field(
         default=None, max_length=256, description="The operationId as the document wrote it."

@@ -3,7 +3,8 @@
 The importer (`serving.toolsets.openapi_import`) turns each operation into a `RemoteTool` whose
 `binding` (`HttpBinding`) says where each argument goes. `build_request` follows it: path
 variables URL-encoded (a whole segment each; `.`/`..` refused), query parameters (arrays as
-repeated keys), headers, and a JSON body made of the `body` arguments or of the one whole-body
+repeated keys), headers, and a body made of the `body` arguments (a JSON object, or form fields
+where the document declares only `application/x-www-form-urlencoded`) or of the one whole-body JSON
 argument; the toolset's auth (bearer, API-key header, basic) from its decrypted secret.
 
 Side effects and retries: `GET`/`PUT`/`DELETE`/`HEAD` may be sent again as they are. A `POST` or
@@ -28,7 +29,7 @@ import re
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx2
 
@@ -98,12 +99,14 @@ def build_request(
         sent_headers[IDEMPOTENCY_HEADER] = idempotency_key
     sent_headers.update(headers or {})
     content: bytes | None = None
+    form = binding.encoding == "form"
     if binding.body == "properties" and (body_fields or binding.method in ("POST", "PUT", "PATCH")):
-        content = json.dumps(body_fields, ensure_ascii=False).encode()
+        content = _form(body_fields) if form else json.dumps(body_fields, ensure_ascii=False).encode()
     elif binding.body == "whole" and has_whole_body:
-        content = json.dumps(whole_body, ensure_ascii=False).encode()
+        form = form and isinstance(whole_body, dict)
+        content = _form(whole_body) if form else json.dumps(whole_body, ensure_ascii=False).encode()
     if content is not None:
-        sent_headers["Content-Type"] = "application/json"
+        sent_headers["Content-Type"] = "application/x-www-form-urlencoded" if form else "application/json"
     return httpx2.Request(binding.method, url, params=tuple(query), headers=sent_headers, content=content)
 
 
@@ -239,6 +242,16 @@ def retry_after_s(value: str | None, *, now: float | None = None) -> float | Non
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _form(fields: dict[str, Any]) -> bytes:
+    """Form fields: a list repeats its key (`To=a&To=b`), an object is its JSON text, null is left out."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in fields.items():
+        for item in value if isinstance(value, list) else [value]:
+            if item is not None:
+                pairs.append((name, _scalar_text(name, item)))
+    return urlencode(pairs).encode()
 
 
 def _scalar_text(argument: str, value: Any) -> str:

@@ -132,9 +132,12 @@ class HttpEndpoint:
             transport=SharedTransport(self._pool),
             event_hooks={"response": [watch]},
         )
-        async with client, streamable_http_client(
-            self.url, http_client=client, max_sse_event_size=self._limits.max_response_bytes
-        ) as streams:
+        async with (
+            client,
+            streamable_http_client(
+                self.url, http_client=client, max_sse_event_size=self._limits.max_response_bytes
+            ) as streams,
+        ):
             yield streams
 
     def transport(self, session: LiveSession) -> AbstractAsyncContextManager[Streams]:

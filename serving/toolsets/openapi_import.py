@@ -17,8 +17,10 @@ Conventions (the HTTP caller and the benchmark data rely on them):
 - a JSON request body (`application/json` or `*+json`) whose schema is an object with properties has
   each property as an argument (location `body`; `readOnly` properties skipped); a property named
   like a parameter becomes `body_<name>`. Any other JSON body is one argument `body` (`body: whole`).
-  An operation whose only body is not JSON is imported without a body when the body is optional,
-  and skipped (listed in `skipped`) when it is required. A body whose properties would take the tool
+  Where the document declares only an `application/x-www-form-urlencoded` body (Twilio, Stripe), its
+  named fields are arguments the same way and the binding sends them as form fields
+  (`encoding: form`). An operation whose only body is neither is imported without a body when the
+  body is optional, and skipped (listed in `skipped`) when it is required. A body whose properties would take the tool
   past `ImportLimits.max_arguments` (the planner's catalog limit) stays whole, one argument `body`.
 - an operation with more arguments than that bound (Spotify's and YouTube's searches have 40 and more
   query parameters) keeps every required argument and then the optional ones in declared order,
@@ -61,6 +63,7 @@ from serving.toolsets.openapi_load import ImportLimits, OpenApiInvalidError, par
 from serving.toolsets.openapi_schema import Schema, SchemaConverter, as_object, clip, describe_argument
 
 BodyMode = Literal["none", "properties", "whole"]
+Encoding = Literal["json", "form"]
 METHODS = ("get", "put", "post", "patch", "delete", "head")
 TOOL_DESCRIPTION_CHARS = 600
 ARGUMENT_DEPTHS = (4, 3, 2, 1, 0)  # levels of structure kept in argument schemas, deepest first
@@ -171,7 +174,7 @@ class _Importer:
         operation_id = str(operation["operationId"])
         name = self._tool_name(operation_id)
         for arg_depth, out_depth in zip(ARGUMENT_DEPTHS, (*OUTPUT_DEPTHS, 0), strict=True):
-            declared, body_mode = self._arguments(operation, shared, arg_depth)
+            declared, (body_mode, encoding) = self._arguments(operation, shared, arg_depth)
             arguments = self._within_bound(declared)
             output = self._output(operation, out_depth)
             tool = self._openai_tool(name, operation, arguments, output)
@@ -195,6 +198,7 @@ class _Importer:
             path=path,
             arguments=tuple(a.binding for a in arguments),
             body=body_mode,
+            encoding=encoding,
             operation_id=operation_id[:256],
         )
         self.names.add(name)
@@ -239,7 +243,9 @@ class _Importer:
             function["output_schema"] = output
         return {"type": "function", "function": function}
 
-    def _arguments(self, operation: dict[str, Any], shared: list[Any], depth: int) -> tuple[list[_Argument], BodyMode]:
+    def _arguments(
+        self, operation: dict[str, Any], shared: list[Any], depth: int
+    ) -> tuple[list[_Argument], tuple[BodyMode, Encoding]]:
         declared: dict[tuple[str, str], dict[str, Any]] = {}
         for entry in [*shared, *(operation.get("parameters") or [])]:
             param, trail, _ = self.schemas.deref(entry, ())
@@ -260,8 +266,7 @@ class _Importer:
                 schema["description"] = clip(f"Deprecated. {schema.get('description', '')}", 400)
             where = ArgumentBinding(argument=arg, location=location, name=wire)  # type: ignore[arg-type]
             arguments.append(_Argument(arg, schema, required, where))
-        body_mode = self._body(operation, depth, arguments, taken)
-        return arguments, body_mode
+        return arguments, self._body(operation, depth, arguments, taken)
 
     def _within_bound(self, arguments: list[_Argument]) -> list[_Argument]:
         """At most `max_arguments`: every required argument, then the optional ones in declared order,
@@ -289,15 +294,20 @@ class _Importer:
             with_docs["example"] = param["example"]
         return self.schemas.convert(with_docs, output=False, depth=depth, trail=param["_trail"])
 
-    def _body(self, operation: dict[str, Any], depth: int, arguments: list[_Argument], taken: set[str]) -> BodyMode:
+    def _body(
+        self, operation: dict[str, Any], depth: int, arguments: list[_Argument], taken: set[str]
+    ) -> tuple[BodyMode, Encoding]:
         body, trail, _ = self.schemas.deref(operation.get("requestBody"), ())
         if not isinstance(body, dict):
-            return "none"
+            return "none", "json"
         media = _json_media(body.get("content"))
+        encoding: Encoding = "json"
+        if media is None and (media := _form_media(body.get("content"))) is not None:
+            encoding = "form"
         if media is None:
             if body.get("required") is True:
-                raise _Skip("its required request body is not JSON")
-            return "none"
+                raise _Skip("its required request body is neither JSON nor form fields")
+            return "none", "json"
         body_required = body.get("required") is True
         raw, trail, _ = self.schemas.deref(media.get("schema"), trail)
         if isinstance(raw, dict) and isinstance(raw.get("allOf"), list):
@@ -305,19 +315,24 @@ class _Importer:
         schema = self.schemas.convert(raw if raw is not None else {}, output=False, depth=depth + 1, trail=trail)
         props = schema.get("properties")
         too_wide = isinstance(props, dict) and len(arguments) + len(props) > self.limits.max_arguments
-        if not isinstance(props, dict) or not props or "anyOf" in schema or "oneOf" in schema or too_wide:
+        flat = isinstance(props, dict) and bool(props) and "anyOf" not in schema and "oneOf" not in schema
+        if encoding == "form" and not flat:  # form fields are named: a body without named fields has no wire form
+            if body_required:
+                raise _Skip("its required form body has no named fields")
+            return "none", "json"
+        if not flat or too_wide:
             if body.get("description") and not schema.get("description"):
                 schema["description"] = clip(body["description"], 300)
             arg = _argument_name("body", taken)
             whole = ArgumentBinding(argument=arg, location="body", name="")
             arguments.append(_Argument(arg, schema, body_required, whole))
-            return "whole"
+            return "whole", encoding  # (a form body too wide for its fields: one object, sent as its fields)
         wanted = set(schema.get("required", [])) if body_required else set()
-        for wire, sub in props.items():
+        for wire, sub in (props or {}).items():
             arg = _argument_name(wire, taken, prefix="body_")
             where = ArgumentBinding(argument=arg, location="body", name=wire)
             arguments.append(_Argument(arg, sub, wire in wanted, where))
-        return "properties"
+        return "properties", encoding
 
     def _output(self, operation: dict[str, Any], depth: int) -> Schema | None:
         responses = as_object(operation.get("responses"))
@@ -341,6 +356,16 @@ def _json_media(content: Any) -> dict[str, Any] | None:
     for media_type, media in content.items():
         kind = media_type.split(";")[0].strip().lower()
         if (kind == "application/json" or kind.endswith("+json")) and isinstance(media, dict):
+            return media
+    return None
+
+
+def _form_media(content: Any) -> dict[str, Any] | None:
+    """`application/x-www-form-urlencoded`, the only body some documents declare (Twilio's, Stripe's)."""
+    if not isinstance(content, dict):
+        return None
+    for media_type, media in content.items():
+        if media_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded" and isinstance(media, dict):
             return media
     return None
 

@@ -166,10 +166,8 @@ def test_an_optional_body_makes_no_argument_required_and_a_non_object_body_is_on
     assert whole.binding.body == "whole" and [(a.argument, a.name) for a in whole.binding.arguments] == [("body", "")]
 
 
-def test_a_required_body_that_is_not_json_skips_the_operation_and_an_optional_one_is_left_out() -> None:
-    form = {
-        "application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": {"a": {"type": "string"}}}}
-    }
+def test_a_required_body_that_is_neither_json_nor_form_skips_the_operation_and_an_optional_one_is_left_out() -> None:
+    upload = {"multipart/form-data": {"schema": {"type": "object", "properties": {"file": {"type": "string"}}}}}
     result = import_openapi(
         json.dumps(
             doc(
@@ -177,17 +175,56 @@ def test_a_required_body_that_is_not_json_skips_the_operation_and_an_optional_on
                     "/upload": {
                         "post": {
                             "operationId": "upload",
-                            "requestBody": {"required": True, "content": form},
+                            "requestBody": {"required": True, "content": upload},
                             "responses": OK,
                         }
                     },
-                    "/ping": {"post": {"operationId": "ping", "requestBody": {"content": form}, "responses": OK}},
+                    "/ping": {"post": {"operationId": "ping", "requestBody": {"content": upload}, "responses": OK}},
                 }
             )
         )
     )
     assert [t.name for t in result.tools] == ["ping"] and result.tools[0].binding.body == "none"
-    assert result.skipped == ("POST /upload (upload): its required request body is not JSON",)
+    assert result.skipped == ("POST /upload (upload): its required request body is neither JSON nor form fields",)
+
+
+def test_a_form_body_twilio_style_has_its_fields_as_arguments_sent_as_form_fields() -> None:
+    """Twilio's and Stripe's documents declare only `application/x-www-form-urlencoded` bodies: their
+    fields are arguments like a JSON body's, and the binding says to send them as form fields."""
+    fields = {"Body": {"type": "string"}, "Author": {"type": "string"}, "MediaSid": {"type": "string"}}
+    form = {"application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": fields,
+                                                             "required": ["Body"]}}}  # fmt: skip
+    path = {"name": "ConversationSid", "in": "path", "required": True, "schema": {"type": "string"}}
+    tools = tools_of(
+        doc(
+            {
+                "/Conversations/{ConversationSid}/Messages": {
+                    "post": {
+                        "operationId": "CreateConversationMessage",
+                        "parameters": [path],
+                        "requestBody": {"required": True, "content": form},
+                        "responses": OK,
+                    }
+                },
+                "/Blobs": {
+                    "post": {
+                        "operationId": "CreateBlob",
+                        "requestBody": {
+                            "required": True,
+                            "content": {"application/x-www-form-urlencoded": {"schema": {"type": "string"}}},
+                        },  # fmt: skip
+                        "responses": OK,
+                    }
+                },
+            }
+        )
+    )
+    message = tools["CreateConversationMessage"]
+    parameters = message.tool["function"]["parameters"]
+    assert list(parameters["properties"]) == ["ConversationSid", "Body", "Author", "MediaSid"]
+    assert parameters["required"] == ["ConversationSid", "Body"]
+    assert message.binding.body == "properties" and message.binding.encoding == "form"
+    assert "CreateBlob" not in tools  # a required form body without named fields has no wire form
 
 
 def test_a_body_too_wide_for_the_catalog_stays_whole() -> None:

@@ -95,12 +95,24 @@ def test_requests_follow_the_binding() -> None:
 
 
 def test_json_bodies_and_the_idempotency_key() -> None:
-    props = binding("POST", "/invoices", ("customerId", "body", "customerId"), ("memo", "body", "memo"), body="properties")
+    props = binding(
+        "POST", "/invoices", ("customerId", "body", "customerId"), ("memo", "body", "memo"), body="properties"
+    )
     request = build_request(props, {"customerId": "cus_1", "memo": None}, base_url="http://h", idempotency_key="k-1")
     assert request.read() == b'{"customerId": "cus_1", "memo": null}'
     assert request.headers["content-type"] == "application/json" and request.headers["idempotency-key"] == "k-1"
     whole = binding("PUT", "/doc", ("body", "body", ""), body="whole")
     assert build_request(whole, {"body": [1, {"a": "é"}]}, base_url="http://h").read() == '[1, {"a": "é"}]'.encode()
+
+
+def test_form_bodies_repeat_list_keys_and_leave_nulls_out() -> None:
+    fields = (("To", "body", "To"), ("Body", "body", "Body"), ("Flag", "body", "Flag"), ("Meta", "body", "Meta"))
+    form = binding("POST", "/Messages", *fields, ("Skip", "body", "Skip"), body="properties")
+    form = form.model_copy(update={"encoding": "form"})
+    args = {"To": ["+1555", "+1666"], "Body": "Hi é & bye", "Flag": True, "Meta": {"k": 1}, "Skip": None}
+    request = build_request(form, args, base_url="http://h")
+    assert request.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert request.read() == b"To=%2B1555&To=%2B1666&Body=Hi+%C3%A9+%26+bye&Flag=true&Meta=%7B%22k%22%3A1%7D"
 
 
 @pytest.mark.parametrize(
@@ -117,7 +129,11 @@ def test_json_bodies_and_the_idempotency_key() -> None:
 )
 def test_arguments_that_do_not_fit_are_refused(args: dict[str, Any], problem: str) -> None:
     spec = binding(
-        "GET", "/items/{id}", ("id", "path", "id"), ("auth", "header", "Authorization"), ("host", "header", "Host"),
+        "GET",
+        "/items/{id}",
+        ("id", "path", "id"),
+        ("auth", "header", "Authorization"),
+        ("host", "header", "Host"),
         ("trace", "header", "X-Trace"),
     )
     with pytest.raises(ToolArgumentError, match=problem):
@@ -370,7 +386,10 @@ def test_credentials_reach_the_service_and_nothing_else(
     tool = odd_tool("echo", "POST", "/echo", ("note", "body", "note"))
     tool = tool.model_copy(update={"binding": binding("POST", "/echo", ("note", "body", "note"), body="properties")})
     source = odd_source(
-        odd_service.url, loopback_policy, tool, auth=AuthScheme(kind="api_key_header", header="X-Api-Key"),
+        odd_service.url,
+        loopback_policy,
+        tool,
+        auth=AuthScheme(kind="api_key_header", header="X-Api-Key"),
         secret=SecretValue(token),
     )
 
@@ -384,6 +403,25 @@ def test_credentials_reach_the_service_and_nothing_else(
     assert echoed["headers"]["x-api-key"] == token and echoed["headers"]["idempotency-key"] == RUN.idempotency_key()
     assert echoed["body"] == '{"note": "hi"}'
     assert token not in caplog.text and token not in repr(source.__dict__)
+
+
+def test_a_form_body_reaches_a_real_service_as_form_fields(
+    odd_service: OddService, loopback_policy: EgressPolicy
+) -> None:
+    form = binding("POST", "/echo", ("Body", "body", "Body"), ("To", "body", "To"), body="properties")
+    tool = odd_tool("echo", "POST", "/echo", ("Body", "body", "Body"), ("To", "body", "To"))
+    tool = tool.model_copy(update={"binding": form.model_copy(update={"encoding": "form"})})
+    source = odd_source(odd_service.url, loopback_policy, tool)
+
+    async def go() -> Any:
+        try:
+            return await source.call(tool, {"Body": "Läuft um 10:00", "To": ["a@x.io", "b@x.io"]}, RUN)
+        finally:
+            await source.aclose()
+
+    echoed = run(go())
+    assert echoed["headers"]["content-type"] == "application/x-www-form-urlencoded"
+    assert echoed["body"] == "Body=L%C3%A4uft+um+10%3A00&To=a%40x.io&To=b%40x.io"
 
 
 def test_unusable_sources_are_refused_when_built(loopback_policy: EgressPolicy) -> None:
