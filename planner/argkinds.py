@@ -75,11 +75,18 @@ def identifier_like(arg: str, schema: dict[str, Any], lex: Lexicon | None = None
 _ID_OPENING = re.compile(r"^\W*(?:(?:the|a|an|globally|universally|unique|numeric|string)\s+){0,3}(\w+)\b", re.I)
 
 
+_IDENTIFIES = re.compile(r"^[^.]*\b(?:uniquely )?identif(?:y|ies) (?:this|the|a|an) ", re.I)
+
+
 def described_identifier(schema: dict[str, Any], lex: Lexicon) -> bool:
     """The description's opening noun phrase is an identifier ("The unique identifier of the domain record.",
-    "Globally unique identifier for the task."): what the argument's name calls it (`gid`, `key`) notwithstanding."""
-    opening = _ID_OPENING.match(str(schema.get("description", "")))
-    return opening is not None and opening.group(1).lower() in lex.identifier_words | {"identifier"}
+    "Globally unique identifier for the task."), or its first sentence says the value identifies the thing
+    ("A 34 character string that uniquely identifies this resource.", Twilio's `Sid`): what the argument's
+    name calls it (`gid`, `key`, `Sid`) notwithstanding."""
+    description = str(schema.get("description", ""))
+    opening = _ID_OPENING.match(description)
+    named = opening is not None and opening.group(1).lower() in lex.identifier_words | {"identifier"}
+    return named or bool(_IDENTIFIES.match(description))
 
 
 _OPTIONS_INTRO = re.compile(

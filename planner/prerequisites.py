@@ -30,6 +30,7 @@ from planner.lookups import (
     described_entity,
     description_keywords,
     entity_words,
+    nouns,
     producers,
     queryable,
 )
@@ -82,6 +83,8 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
     inside = [c for c in values.candidates if span is None or c.start < 0 or span[0] <= c.start < span[1]]
     lex = lexicon("en")
     tokens = name_tokens(arg) | set(entity_words(arg, lex))
+    if tokens <= lex.identifier_words:  # a bare `id`/`Sid`: the thing the tool acts on names it ("conversation CH1b…")
+        tokens |= set(nouns(tool.name, lex))
 
     def named(c: Candidate) -> bool:
         return bool(tokens & set(c.cue.split()[-2:])) or role_match(c.cue, tokens, lex)

@@ -191,3 +191,23 @@ def test_a_lookup_is_seeded_by_the_name_the_request_gives_the_thing_not_by_value
     )
     assert sequence == ["typeaheadForWorkspace", "createSectionForProject"]
     assert [lk.seed for lk in lookups] == ["Website Relaunch"]
+
+
+def test_a_sid_that_uniquely_identifies_the_resource_is_an_identifier_the_tools_thing_names() -> None:
+    """Twilio's shape: `Sid` ("A 34 character string that uniquely identifies this resource.") is an
+    identifier — quoted text is never its value — and "conversation CH1b…" gives it, the tool's own thing
+    naming the code (no lookup, no needs-input)."""
+    from planner.argkinds import classify
+    from planner.prerequisites import literal_for
+
+    sid = {**TEXT, "description": "A 34 character string that uniquely identifies this resource."}
+    assert classify("Sid", sid).is_identifier and classify("RoleSid", TEXT).is_identifier
+    assert not classify("Body", {**TEXT, "description": "The content of the message."}).is_identifier
+    tools = [rc.function("UpdateConversation", "Update an existing conversation", {"Sid": sid, "FriendlyName": TEXT},
+                         ["Sid"])]  # fmt: skip
+    tool = ToolCatalog.from_openai(tools).get("UpdateConversation")
+    request = "Rename conversation CH1b2c3d4e5f60718293a4b5c6d7e8f901 to 'VIP customers'."
+    assert literal_for(tool, "Sid", extract(request, TODAY), None)
+    options = NodeEvidence(extract(request, TODAY), None, []).node(tool)
+    assert options["Sid"].values == ("CH1b2c3d4e5f60718293a4b5c6d7e8f901",)
+    assert options["FriendlyName"].values == ("VIP customers",)
