@@ -23,34 +23,18 @@ def place_untied(
     argument of its kind that has no value yet (`to` before `cc`: the tool's own order); quoted text
     no argument is tied to ("Add 'Quarterly review' to my calendar") to the first argument named like a
     name or title (the lexicon's `name_args`: `summary`, `name`, `title`...), else, on a tool that
-    lists or finds things, to the first named like a query (`query_words`: `q`, `query`, `search`)."""
+    lists or finds things, to the first named like a query (`query_words`: `q`, `query`, `search`), and
+    on one that does not, to the first named like written content (`content_args`: `Body`, `text`)."""
     for c in inside:
         if c.kind != "quoted" or not c.written or ties.strongest(c) > 0:
             continue
         if any(o.values == (c.value,) for o in out.values()):
             continue
-        named = [
-            arg
-            for arg, options in out.items()
-            if set(ordered_tokens(arg.rpartition(".")[2])) & lex.name_args
-            and _names_the_thing(arg, lex)
-            and options.kind.kind == "text"
-            and not options.required  # (a required one is offered every candidate anyway)
-            and not options.values
-            and not options.refs
-            and not options.unwritable
-        ]
+        named = _free_text(out, lex.name_args, lex)
         if not named and lists and not any(c.value in o.values for o in out.values() if o.required):
-            named = [  # a search's terms ("Search my mail for 'invoice 4471'": `q`)
-                arg
-                for arg, options in out.items()
-                if set(ordered_tokens(arg)) & set(lex.query_words)
-                and options.kind.kind == "text"
-                and not options.required
-                and not options.values
-                and not options.refs
-                and not options.unwritable
-            ]
+            named = _free_text(out, frozenset(lex.query_words), lex)  # a search's terms ("… for 'invoice 4471'": `q`)
+        if not named and not lists:
+            named = _free_text(out, lex.content_args, lex)  # what is written ("发一条消息：“会议改到三点”": `Body`)
         if named:  # the least nested first (`body.summary` before `body.attachments.0.title`)
             arg = min(named, key=field_depth)
             out[arg] = replace(out[arg], values=(c.value,), typed=True, closed=True, supported=True)
@@ -82,3 +66,18 @@ def _names_the_thing(arg: str, lex: Lexicon) -> bool:
     argument (`body.summary`), not of another object inside it (`author.displayName`)."""
     parts = [p for p in arg.split(".") if not p.isdigit()]
     return len(parts) == 1 or (len(parts) == 2 and parts[0].lower() in lex.body_args)
+
+
+def _free_text(out: dict[str, ArgOptions], words: frozenset[str], lex: Lexicon) -> list[str]:
+    """Optional text arguments of the thing itself, named by one of `words`, that have no value yet."""
+    return [
+        arg
+        for arg, options in out.items()
+        if set(ordered_tokens(arg.rpartition(".")[2])) & words
+        and _names_the_thing(arg, lex)
+        and options.kind.kind == "text"
+        and not options.required  # (a required one is offered every candidate anyway)
+        and not options.values
+        and not options.refs
+        and not options.unwritable
+    ]

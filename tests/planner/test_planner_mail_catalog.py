@@ -211,3 +211,22 @@ def test_a_sid_that_uniquely_identifies_the_resource_is_an_identifier_the_tools_
     options = NodeEvidence(extract(request, TODAY), None, []).node(tool)
     assert options["Sid"].values == ("CH1b2c3d4e5f60718293a4b5c6d7e8f901",)
     assert options["FriendlyName"].values == ("VIP customers",)
+
+
+def test_quoted_text_nothing_ties_is_the_content_a_tool_that_changes_things_writes() -> None:
+    """No name-like argument free: the quoted text is the message's `Body` ("发一条消息：“会议改到三点”"); a
+    subject takes the first quoted text, the body the next."""
+    message = {"ConversationSid": TEXT, "Author": TEXT, "Body": TEXT}
+    tools = [
+        rc.function(
+            "CreateConversationMessage", "Add a new message to the conversation", message, ["ConversationSid"]
+        ),  # fmt: skip
+        rc.function("send_mail", "Send an e-mail", {"to": TEXT, "subject": TEXT, "body": TEXT}, ["to"]),
+    ]
+    catalog = ToolCatalog.from_openai(tools)
+    request = "在会话 CHa0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5 里发一条消息：“会议改到三点”。"
+    options = NodeEvidence(extract(request, TODAY), None, []).node(catalog.get("CreateConversationMessage"))
+    assert options["Body"].values == ("会议改到三点",) and not options["Author"].supported
+    request = "Mail ana@example.com 'Offsite' with 'See you in Lisbon.'"
+    options = NodeEvidence(extract(request, TODAY), None, []).node(catalog.get("send_mail"))
+    assert options["subject"].values == ("Offsite",) and options["body"].values == ("See you in Lisbon.",)
