@@ -84,7 +84,8 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
     lex = lexicon("en")
     tokens = name_tokens(arg) | set(entity_words(arg, lex))
     if tokens <= lex.identifier_words:  # a bare `id`/`Sid`: the thing the tool acts on names it ("conversation CH1b…")
-        tokens |= set(nouns(tool.name, lex))
+        others = {w for a in tool.required if a != arg for w in entity_words(a, lex)}  # not `ConversationSid`'s
+        tokens |= set(nouns(tool.name, lex)) - others
 
     def named(c: Candidate) -> bool:
         return bool(tokens & set(c.cue.split()[-2:])) or role_match(c.cue, tokens, lex)

@@ -211,6 +211,12 @@ def test_a_sid_that_uniquely_identifies_the_resource_is_an_identifier_the_tools_
     options = NodeEvidence(extract(request, TODAY), None, []).node(tool)
     assert options["Sid"].values == ("CH1b2c3d4e5f60718293a4b5c6d7e8f901",)
     assert options["FriendlyName"].values == ("VIP customers",)
+    # a participant's `Sid` beside the conversation's `ConversationSid`: "conversation CH1b…" is not the participant
+    participant = rc.function("FetchConversationParticipant", "Fetch a participant of the conversation",
+                              {"ConversationSid": TEXT, "Sid": sid}, ["ConversationSid", "Sid"])  # fmt: skip
+    tool = ToolCatalog.from_openai([participant]).get("FetchConversationParticipant")
+    values = extract("Show the participant of conversation CH1b2c3d4e5f60718293a4b5c6d7e8f901", TODAY)
+    assert literal_for(tool, "ConversationSid", values, None) and not literal_for(tool, "Sid", values, None)
 
 
 def test_quoted_text_nothing_ties_is_the_content_a_tool_that_changes_things_writes() -> None:
