@@ -80,7 +80,8 @@ class NodeEvidence:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
         one_option_one_argument(out)
         taken_by_required(out)
-        place_untied(out, tool, self._inside(), self.ties, self.lex, lists=self._lists)
+        written = frozenset(v for up in self.upstream for v in up.args.values() if isinstance(v, str))
+        place_untied(out, tool, self._inside(), self.ties, self.lex, lists=self._lists, searched=written)
         self._money(tool, out)
         for arg, options in out.items():
             schema = tool.properties.get(arg)

@@ -17,13 +17,21 @@ from planner.values import Candidate
 
 
 def place_untied(
-    out: dict[str, ArgOptions], tool: ToolDef, inside: list[Candidate], ties: Ties, lex: Lexicon, *, lists: bool
+    out: dict[str, ArgOptions],
+    tool: ToolDef,
+    inside: list[Candidate],
+    ties: Ties,
+    lex: Lexicon,
+    *,
+    lists: bool,
+    searched: frozenset[str] = frozenset(),
 ) -> None:
     """An address no argument's name or role ties ("Email ana@example.com ...") goes to the first
     argument of its kind that has no value yet (`to` before `cc`: the tool's own order); quoted text
     no argument is tied to ("Add 'Quarterly review' to my calendar") to the first argument named like a
     name or title (the lexicon's `name_args`: `summary`, `name`, `title`...), else, on a tool that
-    lists or finds things, to the first named like a query (`query_words`: `q`, `query`, `search`), and
+    lists or finds things, to the first named like a query (`query_words`: `q`, `query`, `search`) unless
+    an earlier node already wrote it (`searched`: the book found, its title is no shelf's query), and
     on one that does not, to the first named like written content (`content_args`: `Body`, `text`)."""
     for c in inside:
         if c.kind != "quoted" or not c.written or ties.strongest(c) > 0:
@@ -31,7 +39,8 @@ def place_untied(
         if any(o.values == (c.value,) for o in out.values()):
             continue
         named = _free_text(out, lex.name_args, lex)
-        if not named and lists and not any(c.value in o.values for o in out.values() if o.required):
+        taken = c.value in searched or any(c.value in o.values for o in out.values() if o.required)
+        if not named and lists and not taken:
             named = _free_text(out, frozenset(lex.query_words), lex)  # a search's terms ("… for 'invoice 4471'": `q`)
         if not named and not lists:
             named = _free_text(out, lex.content_args, lex)  # what is written ("发一条消息：“会议改到三点”": `Body`)

@@ -80,6 +80,12 @@ def test_quoted_text_nothing_ties_is_a_searchs_query_and_a_count_is_no_second_se
     assert len(steps) == 2  # "… and show at most 10 messages" reads as a step of its own
     hints = [StepHint(step, "mail_messages_list", 0.5) for step in steps]
     assert len(_join_argument_steps(request, hints, catalog, values)) == 1  # one call, with a size
+    # an earlier node already searched for it: a second lookup does not search for it again
+    from planner.upstream import Upstream
+
+    tool = catalog.get("mail_messages_list")
+    searched = NodeEvidence(values, None, [Upstream("n1", tool, {"userId": "me", "q": "invoice 4471"})]).node(tool)
+    assert not searched["q"].supported
     other = "Search my mail for 'invoice 4471' and search it for 'receipt 9'."
     steps = split_steps(other, ["search"], set())
     hints = [StepHint(step, "mail_messages_list", 0.5) for step in steps]
