@@ -77,13 +77,15 @@ def unwritable(schema: Mapping[str, Any], name: str = "") -> bool:
     """The schema marks the argument deprecated (`deprecated: true`, or a description that opens with
     "Deprecated", as OpenAPI documents and the importer write it) or as the service's to write (`readOnly`,
     or a sentence of its description that opens with "Read-only" or "Output only", as Google's do: a
-    course's `courseGroupEmail`, an attendee's `organizer`), or `name` is a credential the connection
-    supplies (described as an OAuth token or API key: "delegate access to my mailbox" is no `access_token`)."""
+    course's `courseGroupEmail`, an attendee's `organizer`), or `name` (its last field: `body.key` → `key`)
+    is a credential the connection supplies (described as an OAuth token or API key: "delegate access to my
+    mailbox" is no `access_token`)."""
+    field = name.rpartition(".")[2]
     description = schema.get("description")
     described = isinstance(description, str) and (
         description.lstrip().lower().startswith("deprecated")
         or bool(_OUTPUT_ONLY.search(description))
-        or bool(name and _CREDENTIAL_NAMES.search(name) and _CREDENTIAL.match(description))
+        or bool(field and _CREDENTIAL_NAMES.search(field) and _CREDENTIAL.match(description))
     )
     return schema.get("deprecated") is True or schema.get("readOnly") is True or described
 

@@ -169,7 +169,7 @@ def draft_args(
         if arg in preferred and preferred[arg]:
             draft[arg] = preferred[arg][0]
             continue
-        if arg not in required and unwritable(schema, arg.rpartition(".")[2]):
+        if arg not in required and unwritable(schema, arg):
             continue  # deprecated, the service's own, or a credential the connection supplies
         if "enum" in schema:
             enum = {str(v).lower(): v for v in schema["enum"]}

@@ -134,9 +134,7 @@ class NodeEvidence:
         required = arg in tool.required if required is None else required
         if arg in self.links:
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
-        if not required and unwritable(
-            schema, arg.rpartition(".")[2]
-        ):  # a deprecated one's replacement is the one to write
+        if not required and unwritable(schema, arg):  # a deprecated one's replacement is the one to write
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)
         # (an optional argument takes no same-named output: a filler more often than not; only the id of the
         # thing an earlier node created or found, when the argument names that thing: `segment_id`)

@@ -1,6 +1,7 @@
 """Values no argument's name or role ties to, placed by their kind: an address to the first argument of its
-kind, quoted text to the first argument named like a name or title, or, on a tool that lists or finds
-things, like a query (planner/evidence.py builds the options; this fills the ones nothing else filled)."""
+kind, quoted text to the first argument named like a name or title, else like a query (a tool that lists or
+finds things) or like written content (one that changes things). planner/evidence.py builds the options;
+this fills the ones nothing else filled."""
 
 from __future__ import annotations
 
