@@ -62,7 +62,15 @@ def taken_by_required(out: dict[str, ArgOptions]) -> None:
             out[arg] = replace(options, values=(), typed=True, closed=True, supported=False)
 
 
-_OUTPUT_ONLY = re.compile(r"(?:^|[.!]\s+)(?:read-only|output only)\b", re.IGNORECASE)
+# a sentence that says the service writes the value: it opens with "Read-only"/"Output only", or says so of
+# the field itself ("This field is read-only.", "This is a read-only field assigned by the server.", "This
+# read-only property …"); not when the sentence goes on with an exception ("Read-only, except when importing
+# an event", "read-only for all operations except create"): then some request may write it
+_OUTPUT_ONLY = re.compile(
+    r"(?:^|[.!]\s+)\W?(?:read-only|output only|this (?:\w+ )?is (?:an? )?read-only|this read-only)\b"
+    r"(?![^.]*\bexcept\b)",
+    re.IGNORECASE,
+)
 # a credential the connection supplies, never the request (Google's `access_token`: "OAuth access token.",
 # `key`: "API key. …"): what the description opens with, for an argument named like one
 _CREDENTIAL = re.compile(
@@ -76,10 +84,10 @@ _CREDENTIAL_NAMES = re.compile(r"token|key|secret|auth", re.IGNORECASE)
 def unwritable(schema: Mapping[str, Any], name: str = "") -> bool:
     """The schema marks the argument deprecated (`deprecated: true`, or a description that opens with
     "Deprecated", as OpenAPI documents and the importer write it) or as the service's to write (`readOnly`,
-    or a sentence of its description that opens with "Read-only" or "Output only", as Google's do: a
-    course's `courseGroupEmail`, an attendee's `organizer`), or `name` (its last field: `body.key` → `key`)
-    is a credential the connection supplies (described as an OAuth token or API key: "delegate access to my
-    mailbox" is no `access_token`)."""
+    or a sentence of its description that says so without an exception, as Google's do: a course's
+    `courseGroupEmail`, an attendee's `organizer`, a task's `parent`: "This field is read-only."), or
+    `name` (its last field: `body.key` → `key`) is a credential the connection supplies (described as an
+    OAuth token or API key: "delegate access to my mailbox" is no `access_token`)."""
     field = name.rpartition(".")[2]
     description = schema.get("description")
     described = isinstance(description, str) and (

@@ -79,6 +79,7 @@ class Lexicon:
     lookup_verbs: frozenset[str] = frozenset()
     code_words: frozenset[str] = frozenset()
     mutating_verbs: frozenset[str] = frozenset()
+    creating_verbs: frozenset[str] = frozenset()
     verb_synonyms: Mapping[str, frozenset[str]] = field(default_factory=dict)
     keyword_cues: frozenset[str] = frozenset()
     content_args: frozenset[str] = frozenset()
@@ -142,6 +143,13 @@ class Lexicon:
         pattern = self.gloss_pattern or _gloss_pattern(self.gloss)
         return pattern.sub(lambda m: f"{m.group(0)} {self.gloss[m.group(0)]} ", text)
 
+    def glossed_word(self, text: str) -> str:
+        """The English gloss of the glossed word `text` opens with ("" when it opens with none)."""
+        if not self.gloss:
+            return ""
+        m = (self.gloss_pattern or _gloss_pattern(self.gloss)).match(text)
+        return self.gloss[m.group(0)] if m else ""
+
 
 def _gloss_pattern(gloss: Mapping[str, str]) -> re.Pattern[str]:
     """One alternation of the glossed words, longest first (so "文件夹" wins over "文件")."""
@@ -189,6 +197,7 @@ def _load(path: Path, language: str) -> Lexicon:
         lookup_verbs=_words(data.get("lookup_verbs")),
         code_words=_words(data.get("code_words")),
         mutating_verbs=_words(data.get("mutating_verbs")),
+        creating_verbs=_words(data.get("creating_verbs")),
         verb_synonyms=MappingProxyType({k: _words(v) for k, v in (data.get("verb_synonyms") or {}).items()}),
         keyword_cues=_words(data.get("keyword_cues")),
         content_args=_words(data.get("content_args")),

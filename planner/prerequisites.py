@@ -30,6 +30,7 @@ from planner.lookups import (
     described_entity,
     description_keywords,
     entity_words,
+    name_verbs,
     nouns,
     producers,
     queryable,
@@ -98,7 +99,9 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
 
     if kind.kind in ("number", "integer"):  # an integer id ("droplet 290114537") only a number said of it
         ident = identifier_like(arg, schema if isinstance(schema, dict) else {}, lex)
-        return any(c.is_number and (not ident or named(c) or not elsewhere(c)) for c in inside)
+        return any(
+            c.is_number and (not ident or (_in_digits(c, values) and (named(c) or not elsewhere(c)))) for c in inside
+        )
 
     if kind.kind == "identifier":  # `emailOrId`, "The contact ID or email": an address is one too
         described = {
@@ -118,11 +121,17 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
             (_id_code(c) or c.kind in addresses)
             and not claimed(c)
             and not elsewhere(c)
-            or (c.kind == "number" and named(c))
+            or (c.kind == "number" and _in_digits(c, values) and named(c))
             for c in inside
         )
     shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
     return any(named(c) for c in shaped)
+
+
+def _in_digits(c: Candidate, values: RequestValues) -> bool:
+    """The number is written in digits: an id is ("customer 4711"); a number word is a count or a kind
+    ("the single send named 'Spring Sale'" gives no id 1)."""
+    return c.start < 0 or any(ch.isdigit() for ch in values.text[c.start : c.end])
 
 
 def _id_code(c: Candidate) -> bool:
@@ -270,10 +279,13 @@ def _seed(
 def _names_another(c: Candidate, arg: str, tool: ToolDef, producer: ToolDef) -> bool:
     """The request says the value is something else: the words before it name another argument of either
     tool ("in workspace 1201987654321" for a project's lookup), or call it the name of another thing ("a
-    section called 'QA'", when a project is looked up)."""
+    section called 'QA'", when a project is looked up) — unless the word right after it names the thing
+    looked up ("复制名为“春季促销”的单次发送": the single send's name, though 复制 glosses as "copy")."""
     lex = lexicon("en")
     own = (name_tokens(arg) | set(entity_words(arg, lex))) - lex.identifier_words
     own = own or {w for t in (tool, producer) for w in ordered_tokens(t.name)}  # a bare `id`: the tools' thing
+    if c.tail and lex.stem(c.tail) in {lex.stem(w) for w in own}:  # "名为“春季促销”的单次发送": the thing it names
+        return False
     cue = [w for w in c.cue.split() if w not in lex.stopwords]
     if len(cue) >= 2 and cue[-1] in lex.naming_words:
         return lex.stem(cue[-2]) not in {lex.stem(w) for w in own}
@@ -388,6 +400,7 @@ def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[
     inside = [c for c in values.strings() if span is None or c.start < 0 or span[0] <= c.start < span[1]]
     names = [c for c in inside if c.kind in ("phrase", "quoted", "filename") and c.written]
     out: dict[str, str] = {}
+    made = {lex.stem(w) for w in nouns(tool.name, lex)} if name_verbs(tool.name, lex) & lex.creating_verbs else set()
     for arg in tool.arg_names():
         schema = tool.properties.get(arg)
         if arg in tool.required or not classify(arg, schema).is_identifier:
@@ -395,6 +408,8 @@ def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[
         described = re.findall(r"[A-Za-z]+", str((schema or {}).get("description", "")))
         words = entity_words(arg, lex) if len(ordered_tokens(arg)) > 1 else []
         entity = {lex.stem(w) for w in [*words, *described_entity(described, lex)] if len(w) > 2}
+        if entity & made:  # the id of what the tool creates ("新建一个叫“招聘日程”的日历"): the service's
+            continue
         for c in names:
             cue = c.cue.split()
             if c.value not in out.values() and (

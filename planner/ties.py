@@ -90,6 +90,7 @@ class Ties:
         cut = next((i for i, word in enumerate(words) if word in self.lex.denominators), len(words))
         heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
         tail = c.tail if c.kind not in ADDRESS_KINDS else ""  # "jo@x.dev view-only": no `…ForView` address
+        tail = "" if tail in self.lex.naming_words else tail  # "the single send named 'X'": X is the name
         if tail and tail not in self.lex.stopwords and self.lex.stem(tail) in heads & (stems | {tail}):
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         elif len(words) > 1 and c.start >= 0 and self._followed_by(c, words):

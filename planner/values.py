@@ -216,7 +216,7 @@ def extract(request: str, today: date) -> RequestValues:
             found.append(Candidate(text, "ngram", start, end))
     found.sort(key=lambda c: (c.start if c.start >= 0 else 10**6, c.kind == "ngram"))
     for c in found:
-        cue, tail = (_cue(request, c.start, lex), _tail(request, c.end)) if c.start >= 0 else ("", "")
+        cue, tail = (_cue(request, c.start, lex), _tail(request, c.end, lex)) if c.start >= 0 else ("", "")
         out.add(Candidate(c.value, c.kind, c.start, c.end, cue, tail, c.iso, c.written))
     out.words = list(dict.fromkeys(w for w in WORD.findall(request)))
     return out
@@ -362,10 +362,16 @@ def _cue(request: str, start: int, lex: Lexicon, words: int = 4) -> str:
     return " ".join(w.lower() for w in found[-words:])
 
 
-def _tail(request: str, end: int) -> str:
-    """The first word after a value, when nothing but spaces (or a hyphen) separates them."""
-    m = re.match(r"[ \-]?([A-Za-z]+)", request[end : end + 24])
-    return m.group(1).lower() if m else ""
+def _tail(request: str, end: int, lex: Lexicon) -> str:
+    """The first word after a value, when nothing but spaces (or a hyphen) separates them, past a closing
+    quote ("the 'Spring Sale' single send"); in a language with a glossary the gloss of the word the value
+    modifies ("名为“春季促销”的单次发送" → "single")."""
+    after = request[end : end + 24].lstrip("\"'”’」』")
+    m = re.match(r"[ \-]?([A-Za-z]+)", after)
+    if m:
+        return m.group(1).lower()
+    word = lex.glossed_word(after.removeprefix("的")) if not after[:1].isascii() else ""
+    return word.split()[0].lower() if word else ""
 
 
 # ranking for one argument ----------------------------------------------------------------------------

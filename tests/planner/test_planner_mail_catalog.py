@@ -69,6 +69,25 @@ def test_a_credential_the_connection_supplies_is_never_written() -> None:
     assert not unwritable({**TEXT, "description": "API key of the webhook's target service."}, "label")
 
 
+def test_a_field_the_description_calls_read_only_is_the_services_unless_an_exception_follows() -> None:
+    said = [
+        "Parent task identifier. This field is read-only. Use the \"move\" method to move the task.",
+        "Collection of links. This collection is read-only.",
+        "Whether this address is the primary address. This is a read-only field assigned by the server.",
+        "Output only. The time the task was completed.",
+    ]
+    for description in said:
+        assert unwritable({**TEXT, "description": description}, "parent"), description
+    writable = [
+        "The address in the From: header. This is read-only for all operations except create.",
+        "Read-only, except when importing an event.",
+        "Whether the content of the file is read-only.",
+        "The id of the VPC the read-only replica joins.",
+    ]
+    for description in writable:
+        assert not unwritable({**TEXT, "description": description}, "sendAsEmail"), description
+
+
 def test_quoted_text_nothing_ties_is_a_searchs_query_and_a_count_is_no_second_search() -> None:
     request = "Search my mail for 'invoice 4471' and show at most 10 messages."
     options = options_of("mail_messages_list", request)
@@ -242,3 +261,39 @@ def test_quoted_text_nothing_ties_is_the_content_a_tool_that_changes_things_writ
     request = "Mail ana@example.com 'Offsite' with 'See you in Lisbon.'"
     options = NodeEvidence(extract(request, TODAY), None, []).node(catalog.get("send_mail"))
     assert options["subject"].values == ("Offsite",) and options["body"].values == ("See you in Lisbon.",)
+
+
+def test_a_send_named_in_either_language_is_looked_up_and_its_name_is_not_the_copys() -> None:
+    """A marketing API's shape: `duplicate(id, name?)` beside `search(name?)`. "the single send named
+    'Spring Sale'" gives no id 1 (a number word is no id), the lookup is seeded with the name — in Chinese
+    too, where the name is said before the thing ("名为“春季促销”的单次发送", 复制 glossing as "copy") — and
+    the duplicate's optional `name` (the copy's) is not "single send", the words before "named"."""
+    from planner.config import SelectionConfig
+    from planner.prerequisites import literal_for, with_prerequisites
+
+    sends = {"type": "object", "properties": {"result": {"type": "array", "items": {"type": "object", "properties": {
+        "id": TEXT, "name": TEXT}}}}}  # fmt: skip
+    catalog = ToolCatalog.from_openai(
+        [
+            rc.function("SearchSingleSend", "Get Single Sends Search", {"name": TEXT}, [], sends),
+            rc.function(
+                "DuplicateSingleSend",
+                "Duplicate Single Send",
+                {"id": TEXT, "name": {**TEXT, "description": "The name of the duplicate Single Send."}},
+                ["id"],
+            ),
+        ]
+    )
+    duplicate = catalog.get("DuplicateSingleSend")
+    for request in ('Duplicate the single send named "Spring Sale".', "复制名为“春季促销”的单次发送。"):
+        values = extract(request, TODAY)
+        assert not literal_for(duplicate, "id", values, None), request
+        sequence, lookups, _, gaps = with_prerequisites(
+            ["DuplicateSingleSend"], [None], catalog, catalog, SelectionConfig(), values
+        )
+        assert sequence == ["SearchSingleSend", "DuplicateSingleSend"] and not gaps, request
+        assert [lk.seed for lk in lookups] == [request.split("“")[-1].split("”")[0] if "“" in request else "Spring Sale"]
+    options = NodeEvidence(extract('Duplicate the single send named "Spring Sale".', TODAY), None, []).node(duplicate)
+    assert "single send" not in options["name"].values
+    # an id said in digits is still one
+    assert literal_for(duplicate, "id", extract("Duplicate single send 4711.", TODAY), None)
