@@ -233,7 +233,11 @@ class PlannerService:
             attempts.append(attempt)
             if decoded.empty:
                 timings.update(decode_s=decode_s)
-                reason = "the model chose no tool: none of the catalog's tools fits the request"
+                reason = (
+                    "the model chose no tool: none of the catalog's tools fits the request"
+                    if decoded.tools_from == "model"
+                    else f"the {decoded.tools_from} has no tool for the request: none of the catalog's tools fits it"
+                )
                 return PlanResult(
                     None, "no_plan", attempts, None, timings, None, catalog.hash, reason, described, pack_names
                 )
