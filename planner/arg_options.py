@@ -47,6 +47,27 @@ def one_option_one_argument(out: dict[str, ArgOptions]) -> None:
             out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
 
 
+def one_thing_one_id(out: dict[str, ArgOptions], things: Mapping[str, frozenset[str]]) -> None:
+    """Two identifiers of one node that name the same thing (`things`: argument → stems of the thing it
+    names; Asana's path `project_gid` and body `data.project`) take the same value: the one a lookup or an
+    earlier node gives the first, when the other has no reference of its own."""
+    for arg, options in out.items():
+        if not options.kind.is_identifier or options.refs or not things.get(arg):
+            continue
+        twin = next(
+            (
+                o
+                for a, o in out.items()
+                if a != arg and o.kind.is_identifier and o.refs and things.get(a) == things[arg]
+            ),
+            None,
+        )
+        if twin is not None:
+            out[arg] = replace(
+                options, values=(), refs=twin.refs, typed=True, closed=True, supported=True, missing=None
+            )
+
+
 def taken_by_required(out: dict[str, ArgOptions]) -> None:
     """A value that is the only one a required argument takes ("Archive the course d:art-12": `id`) is
     that argument's, not also an optional one's (`name`)."""

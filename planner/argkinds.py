@@ -63,13 +63,29 @@ def timeish(arg: str, lex: Lexicon | None = None) -> bool:
 
 def identifier_like(arg: str, schema: dict[str, Any], lex: Lexicon | None = None) -> bool:
     """The argument names an identifier: its last word is one (`customerId`, `order_uuid`), its format is
-    `uuid`, or its description opens by saying it is one ("Globally unique identifier for the project." of
-    Asana's `project_gid`)."""
+    `uuid`, its description opens by saying it is one ("Globally unique identifier for the project." of
+    Asana's `project_gid`), or its examples are all numerals (and its name is no phone number or the like)."""
     lex = lex or lexicon(_WORDS_OF_NAME)
     if schema.get("format") == "uuid":
         return True
     tokens = ordered_tokens(arg)
-    return bool(tokens) and (tokens[-1] in lex.identifier_words or described_identifier(schema, lex))
+    named = bool(tokens) and (tokens[-1] in lex.identifier_words or described_identifier(schema, lex))
+    return named or (
+        bool(tokens) and _digit_examples(schema) and not any(tokens[-1] in w for w in lex.kind_words.values())
+    )
+
+
+def _digit_examples(schema: dict[str, Any]) -> bool:
+    """A string argument whose examples are all numerals of three digits or more (Asana's `project`: "The
+    project to create the section in", example "13579"; `workspace`, `parent`, `team`): it takes the
+    thing's id, not its name."""
+    examples = schema.get("examples")
+    examples = examples if isinstance(examples, list) else [schema["example"]] if "example" in schema else []
+    return (
+        schema.get("type") == "string"
+        and bool(examples)
+        and all(isinstance(e, str) and len(e) >= 3 and e.isdigit() for e in examples)
+    )
 
 
 _ID_OPENING = re.compile(r"^\W*(?:(?:the|a|an|globally|universally|unique|numeric|string)\s+){0,3}(\w+)\b", re.I)

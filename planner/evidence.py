@@ -33,6 +33,7 @@ from typing import Any
 from planner.arg_options import (
     ArgOptions,
     one_option_one_argument,
+    one_thing_one_id,
     taken_by_required,
     unwritable,
 )
@@ -79,6 +80,7 @@ class NodeEvidence:
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
         one_option_one_argument(out)
+        one_thing_one_id(out, {a: self._thing(a) for a, o in out.items() if o.kind.is_identifier})
         taken_by_required(out)
         written = frozenset(v for up in self.upstream for v in up.args.values() if isinstance(v, str))
         place_untied(out, tool, self._inside(), self.ties, self.lex, lists=self._lists, searched=written)
@@ -88,6 +90,13 @@ class NodeEvidence:
             if self.defaults and not options.supported and isinstance(schema, dict) and "default" in schema:
                 out[arg] = ArgOptions(arg, False, options.kind, (schema["default"],), typed=True, closed=True)
         return out
+
+    def _thing(self, arg: str) -> frozenset[str]:
+        """The stems of what an identifier names: `project_gid` and `data.project` → {project} (the last word
+        of a longer name is its id word, whatever its spelling); `id` → {}."""
+        words = ordered_tokens(arg.rpartition(".")[2])
+        words = words[:-1] if len(words) > 1 else [w for w in words if w not in self.lex.identifier_words]
+        return frozenset(self.lex.stem(w) for w in words)
 
     def _names_the_tool(self, option: str) -> bool:
         """Every word of an enum option is a noun of the tool's own name (`BOOKS` of `books_volumes_list`)."""

@@ -297,3 +297,35 @@ def test_a_send_named_in_either_language_is_looked_up_and_its_name_is_not_the_co
     assert "single send" not in options["name"].values
     # an id said in digits is still one
     assert literal_for(duplicate, "id", extract("Duplicate single send 4711.", TODAY), None)
+
+
+def test_digit_examples_make_an_identifier_and_a_body_field_naming_the_looked_up_thing_takes_its_id() -> None:
+    """A task API's shape (Asana's, written here): the body's `project` ("The project to create the section
+    in", example "13579") is an identifier — never the workspace code the request names — and it takes the
+    id the lookup found for the path's `project_gid`, the same project."""
+    from planner.argkinds import classify
+    from planner.flat_args import flat_tool
+
+    project = {**TEXT, "description": "The project to create the section in", "examples": ["13579"]}
+    assert classify("project", project).is_identifier
+    assert not classify("phone", {**TEXT, "examples": ["5551234"]}).is_identifier  # a phone number is digits too
+    assert not classify("name", {**TEXT, "examples": ["Next Actions"]}).is_identifier
+    tool = ToolCatalog.from_openai(
+        [
+            rc.function(
+                "createSectionForProject",
+                "Create a section in a project",
+                {
+                    "project_gid": {**TEXT, "description": "Globally unique identifier for the project."},
+                    "data": {"type": "object", "properties": {"project": project, "name": TEXT},
+                             "required": ["project", "name"]},
+                },  # fmt: skip
+                ["project_gid"],
+            )
+        ]
+    ).get("createSectionForProject")
+    request = "Create a section called 'QA' in the Website Relaunch project. We're in workspace 1201987654321."
+    links = {"project_gid": ("$n1.data.0.gid",)}
+    options = NodeEvidence(extract(request, TODAY), None, [], links).node(flat_tool(tool))
+    assert options["data.project"].refs == ("$n1.data.0.gid",) and options["data.project"].values == ()
+    assert options["data.name"].values == ("QA",)
