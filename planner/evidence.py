@@ -45,6 +45,7 @@ from planner.list_size import list_size
 from planner.lookups import description_keywords, is_lookup, name_verbs, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
+from planner.slot_candidates import fits_string
 from planner.ties import Ties
 from planner.untied import place_untied
 from planner.upstream import Upstream, could_supply, entity_id_refs, same_named_refs
@@ -158,7 +159,7 @@ class NodeEvidence:
             return self._flag(arg, kind, required, same)
         if kind.is_identifier or kind.kind in ("email", "url", "phone"):
             return self._shaped(
-                arg, kind, required, same, description_keywords(schema, arg) if kind.is_identifier else []
+                arg, kind, required, same, description_keywords(schema, arg) if kind.is_identifier else [], schema
             )
         if kind.kind in ("number", "integer"):
             return self._number(arg, schema, kind, required, same)
@@ -263,14 +264,25 @@ class NodeEvidence:
         return ArgOptions(arg, required, kind, (value,), typed=True, closed=True)
 
     def _shaped(
-        self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...], keywords: list[str]
+        self,
+        arg: str,
+        kind: ArgKind,
+        required: bool,
+        same: tuple[str, ...],
+        keywords: list[str],
+        schema: dict[str, Any],
     ) -> ArgOptions:
         """An identifier, an e-mail address, a URL, a phone number: values of that shape only (quoted or
-        not); a bare number or quoted text is an identifier only when named one ("customer 4711"); an
-        identifier also takes the keywords its description offers ("primary")."""
+        not), within the schema's length and `pattern` (a Twilio `Sid` "^MB…" is no conversation's "CH…");
+        a bare number or quoted text is an identifier only when named one ("customer 4711"); an identifier
+        also takes the keywords its description offers ("primary")."""
 
         def usable(pool: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
-            shaped = [c for c in pool if c.written and shaped_as(c, kind)]
+            shaped = [
+                c
+                for c in pool
+                if c.written and shaped_as(c, kind) and fits_string(str(c.value) if c.is_number else c.value, schema)
+            ]
             cued = [c for c in shaped if self.ties.cued(c, arg, optional=not required)]
             if kind.is_identifier:  # a bare number or quoted text only when named one; no first word of a name
                 shaped = [c for c in shaped if (c in cued or not named_only(c)) and not opens_name(c, self.values)]

@@ -329,3 +329,17 @@ def test_digit_examples_make_an_identifier_and_a_body_field_naming_the_looked_up
     options = NodeEvidence(extract(request, TODAY), None, [], links).node(flat_tool(tool))
     assert options["data.project"].refs == ("$n1.data.0.gid",) and options["data.project"].values == ()
     assert options["data.name"].values == ("QA",)
+
+
+def test_an_identifier_is_offered_only_values_its_pattern_accepts() -> None:
+    """Twilio's participant `Sid` ("^MB[0-9a-fA-F]{32}$") is not the conversation's "CH…" code: nothing in
+    the request fits it, so it is missing (needs-input), not written and refused by the service."""
+    sid = {**TEXT, "pattern": "^MB[0-9a-fA-F]{32}$", "description": "A 34 character string that uniquely identifies this resource."}  # fmt: skip
+    participant = rc.function("FetchConversationParticipant", "Fetch a participant of the conversation",
+                              {"ConversationSid": TEXT, "Sid": sid}, ["ConversationSid", "Sid"])  # fmt: skip
+    tool = ToolCatalog.from_openai([participant]).get("FetchConversationParticipant")
+    request = "Show participant CH1b2c3d4e5f60718293a4b5c6d7e8f901 of conversation CH1b2c3d4e5f60718293a4b5c6d7e8f902"
+    options = NodeEvidence(extract(request, TODAY), None, []).node(tool)
+    assert options["Sid"].values == () and options["Sid"].missing
+    fitting = request.replace("participant CH1b2c3d4e5f60718293a4b5c6d7e8f901", "participant MB" + "0123456789abcdef" * 2)
+    assert NodeEvidence(extract(fitting, TODAY), None, []).node(tool)["Sid"].values == ("MB" + "0123456789abcdef" * 2,)
