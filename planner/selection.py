@@ -308,13 +308,6 @@ class ToolSelector:
                 continue
             used.append(names[choice])
             hints.append(StepHint(step, names[choice], float(per_step[i, choice])))
-        if hints and all(h.tool is None for h in hints):  # a request that fits asks for something: its
-            columns = [j for j in range(len(names)) if names[j] in allowed]  # best step and tool, when
-            if columns:  # that pair itself reaches `no_fit_below` ("Show me 5 cinemas near 48.85,2.29")
-                sub = per_step[: len(hints)][:, columns]
-                i, k = np.unravel_index(int(np.argmax(sub)), sub.shape)
-                if sub[i, k] >= self.config.no_fit_below:
-                    hints[i] = StepHint(hints[i].step, names[columns[k]], float(sub[i, k]))
         return hints
 
     async def _unmask_repeats(
