@@ -140,15 +140,18 @@ class Lexicon:
         """`text` with every glossed word followed by its English gloss (unchanged when there is no gloss)."""
         if not self.gloss:
             return text
-        pattern = self.gloss_pattern or _gloss_pattern(self.gloss)
-        return pattern.sub(lambda m: f"{m.group(0)} {self.gloss[m.group(0)]} ", text)
+        return self._glossary().sub(lambda m: f"{m.group(0)} {self.gloss[m.group(0)]} ", text)
 
     def glossed_word(self, text: str) -> str:
         """The English gloss of the glossed word `text` opens with ("" when it opens with none)."""
         if not self.gloss:
             return ""
-        m = (self.gloss_pattern or _gloss_pattern(self.gloss)).match(text)
+        m = self._glossary().match(text)
         return self.gloss[m.group(0)] if m else ""
+
+    def _glossary(self) -> re.Pattern[str]:
+        """The glossed words as one pattern (compiled once per language when loaded)."""
+        return self.gloss_pattern or _gloss_pattern(self.gloss)
 
 
 def _gloss_pattern(gloss: Mapping[str, str]) -> re.Pattern[str]:

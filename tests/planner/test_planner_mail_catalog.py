@@ -52,6 +52,12 @@ MAIL = [
 ]
 
 
+def listing(key: str, *fields: str) -> dict[str, Any]:
+    """An output schema holding a list of objects under `key`, each with the string `fields`."""
+    item = {"type": "object", "properties": {f: TEXT for f in fields}}
+    return {"type": "object", "properties": {key: {"type": "array", "items": item}}}
+
+
 def options_of(tool: str, request: str) -> Any:
     return NodeEvidence(extract(request, TODAY), None, []).node(ToolCatalog.from_openai(MAIL).get(tool))
 
@@ -135,8 +141,7 @@ def test_a_lookup_that_lists_everything_and_is_narrowed_by_nothing_the_request_g
     from planner.config import SelectionConfig
     from planner.prerequisites import with_prerequisites
 
-    items = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object", "properties": {
-        "id": TEXT, "title": TEXT}}}}}  # fmt: skip
+    items = listing("items", "id", "title")
     catalog = ToolCatalog.from_openai(
         [
             rc.function("folders_list", "Lists the user's folders.", {"fields": TEXT}, [], items),
@@ -186,8 +191,7 @@ def test_a_lookup_is_seeded_by_the_name_the_request_gives_the_thing_not_by_value
     def gid(thing: str) -> dict[str, str]:
         return {**TEXT, "description": f"Globally unique identifier for the {thing}."}
 
-    found = {"type": "object", "properties": {"data": {"type": "array", "items": {"type": "object", "properties": {
-        "gid": TEXT, "name": TEXT}}}}}  # fmt: skip
+    found = listing("data", "gid", "name")
     catalog = ToolCatalog.from_openai(
         [
             rc.function(
@@ -271,8 +275,7 @@ def test_a_send_named_in_either_language_is_looked_up_and_its_name_is_not_the_co
     from planner.config import SelectionConfig
     from planner.prerequisites import literal_for, with_prerequisites
 
-    sends = {"type": "object", "properties": {"result": {"type": "array", "items": {"type": "object", "properties": {
-        "id": TEXT, "name": TEXT}}}}}  # fmt: skip
+    sends = listing("result", "id", "name")
     catalog = ToolCatalog.from_openai(
         [
             rc.function("SearchSingleSend", "Get Single Sends Search", {"name": TEXT}, [], sends),
@@ -285,14 +288,15 @@ def test_a_send_named_in_either_language_is_looked_up_and_its_name_is_not_the_co
         ]
     )
     duplicate = catalog.get("DuplicateSingleSend")
-    for request in ('Duplicate the single send named "Spring Sale".', "复制名为“春季促销”的单次发送。"):
+    said = {'Duplicate the single send named "Spring Sale".': "Spring Sale", "复制名为“春季促销”的单次发送。": "春季促销"}
+    for request, name in said.items():
         values = extract(request, TODAY)
         assert not literal_for(duplicate, "id", values, None), request
         sequence, lookups, _, gaps = with_prerequisites(
             ["DuplicateSingleSend"], [None], catalog, catalog, SelectionConfig(), values
         )
         assert sequence == ["SearchSingleSend", "DuplicateSingleSend"] and not gaps, request
-        assert [lk.seed for lk in lookups] == [request.split("“")[-1].split("”")[0] if "“" in request else "Spring Sale"]
+        assert [lk.seed for lk in lookups] == [name]
     options = NodeEvidence(extract('Duplicate the single send named "Spring Sale".', TODAY), None, []).node(duplicate)
     assert "single send" not in options["name"].values
     # an id said in digits is still one
