@@ -31,7 +31,8 @@ A 2xx answer delivers it. Anything else (a 3xx too: redirects are never followed
 (`RunStore.save_delivery`) and shown with the run: the HTTP status, or one phrase for every way of
 not getting one (refused, reset, timed out alike), so a tenant cannot map which ports answer. At
 most `webhooks.max_in_flight` deliveries are pending per gateway and `max_in_flight_per_tenant` per
-tenant. Delivery is at least once: receivers dedupe on the delivery id. Deliveries still in flight
+tenant. Delivery is at least once and unordered across events (each has its own task and retries):
+receivers dedupe on the delivery id and order a run's events by `seq`. Deliveries still in flight
 when the gateway stops are not resumed (their state stays `pending`).
 """
 

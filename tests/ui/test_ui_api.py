@@ -276,7 +276,13 @@ def test_a_webhook_receiver_gets_signed_retried_events(stack_factory: Any, recei
         payload = json.loads(body)
         assert payload["run_id"] == run_id and payload["tenant"] == "tenantA"
         assert headers["x-planstack-delivery"] == f"{run_id}:{payload['seq']}"
-    assert [json.loads(body)["type"] for _, body in received] == ["awaiting_approval"] * 2 + ["run_finished"] * 2
+    # Events go out independently (a retry of an earlier event may arrive after a later event's first
+    # attempt): per delivery id two attempts, and `seq` orders the events of the run.
+    attempts: dict[str, list[str]] = {}
+    for headers, body in received:
+        attempts.setdefault(headers["x-planstack-delivery"], []).append(json.loads(body)["type"])
+    by_seq = sorted(attempts.items(), key=lambda item: int(item[0].rsplit(":", 1)[1]))
+    assert [types for _, types in by_seq] == [["awaiting_approval"] * 2, ["run_finished"] * 2]
     assert stack.calls.counts["book:Lakeside"] == 1
 
 
