@@ -68,6 +68,18 @@ def _claims(name: str, tool: ToolDef) -> list[str]:
     return [w for part in re.split(r"[-_.]+", name) if part.lower() not in parameters for w in ordered_tokens(part)]
 
 
+# a step that opens with a verb whose object is quoted text ("Post 'Your order has shipped' in …")
+_QUOTED_OBJECT = re.compile(r"^\s*([A-Za-z]+)\s+[\"'‘“]")
+
+
+def _writes_content(step: str, lex: Lexicon) -> bool:
+    """Whether the step's verb is one that writes content (`content_verbs`: post, send, reply…) and its
+    object is quoted text: the text is a message, a comment or a note, so a tool named for such content
+    (`CreateConversationMessage`) is not claiming something the request does not say."""
+    m = _QUOTED_OBJECT.match(step)
+    return m is not None and m.group(1).lower() in lex.content_verbs
+
+
 def name_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
     """Per step and tool, from the words of the tool's name (stems compared; a request in another language
     is read through its lexicon's English glosses):
@@ -76,15 +88,18 @@ def name_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndarra
       step writes the name's verb or a synonym of it ("create a payment link" → `post-paymentLinks`; the
       lexicon's `verb_synonyms`);
     - minus `name_unsaid` for each such word, and `verb_unsaid` for each such verb, that the whole request
-      never writes (`ScheduleSingleSend` beside `CreateSingleSend` for "create a single send"). The method
+      never writes (`ScheduleSingleSend` beside `CreateSingleSend` for "create a single send"). A step whose
+      verb is one of the lexicon's `content_verbs` and whose object is quoted text ("Post 'Your order has
+      shipped'") writes content: the `content_args` words (message, comment, note, …) count as said. The method
       that starts an id generated from a route (`post-payments-…`) is not counted as a claim."""
     lex, w = lexicon("en"), weights().selection
     out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
     if not len(catalog) or not any(w.get(k) for k in ("name_word", "name_verb", "name_unsaid", "verb_unsaid")):
         return out
     gloss = lexicon_for(request)
-    said = [_said(gloss.glossed(s.text), lex) for s in steps]
-    whole = _said(gloss.glossed(request), lex)
+    content = {_stem(x, lex) for x in lex.content_args}
+    said = [_said(gloss.glossed(s.text), lex) | (content if _writes_content(s.text, lex) else set()) for s in steps]
+    whole = _said(gloss.glossed(request), lex).union(*said) if said else _said(gloss.glossed(request), lex)
     stop = {_stem(x, lex) for x in lex.stopwords}
     unsaid = np.zeros(len(catalog), dtype=np.float32)
     for j, tool in enumerate(catalog):

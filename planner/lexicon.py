@@ -83,6 +83,7 @@ class Lexicon:
     verb_synonyms: Mapping[str, frozenset[str]] = field(default_factory=dict)
     keyword_cues: frozenset[str] = frozenset()
     content_args: frozenset[str] = frozenset()
+    content_verbs: frozenset[str] = frozenset()
     keyword_not_before: frozenset[str] = frozenset()
     query_words: tuple[str, ...] = ()
     filter_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -204,6 +205,7 @@ def _load(path: Path, language: str) -> Lexicon:
         verb_synonyms=MappingProxyType({k: _words(v) for k, v in (data.get("verb_synonyms") or {}).items()}),
         keyword_cues=_words(data.get("keyword_cues")),
         content_args=_words(data.get("content_args")),
+        content_verbs=_words(data.get("content_verbs")),
         keyword_not_before=_words(data.get("keyword_not_before")),
         query_words=tuple(str(data.get("query_words") or "").split()),
         filter_words=MappingProxyType({k: _words(v) for k, v in (data.get("filter_words") or {}).items()}),

@@ -70,6 +70,8 @@ def split_steps(request: str, extra_verbs: Iterable[str] = (), parameter_words: 
     steps: list[Step] = []
     quoted = [(m.start(), m.end()) for m in QUOTED.finditer(request)]  # a step never ends inside quotes
     verb_before_object = _verb_before_object(lex)
+    sequenced = _after_connectives(request, lex, quoted)
+    opened: set[int] = set()  # starts of the steps a sequencing connective opened
     for start, piece in _pieces(request, _splitters(lex, verbs), quoted):
         text = piece.strip(" ,.;:!?，。；：！？")
         lead = lex.polite_prefix.match(text)
@@ -85,6 +87,11 @@ def split_steps(request: str, extra_verbs: Iterable[str] = (), parameter_words: 
             last = steps[-1]  # a piece without a verb of its own ("主题“…”") is more of the step before
             steps[-1] = Step(request[last.start : start + offset + len(text)], last.start, start + offset + len(text))
             continue
+        lowercase = text[:1].islower()  # an imperative verb, not a name ("…, then Monday")
+        if steps and lex.segmented and start in sequenced and lowercase and word and word not in lex.stopwords:
+            opened.add(start + offset)  # "…, then comment on it: '…'": a connective opens a step, whatever verb
+            steps.append(Step(text, start + offset, start + offset + len(text)))
+            continue
         names_value = word in named and re.match(r"[A-Za-z]+\s+[\"'‘“]", text) is not None
         unknown = word not in verbs | lex.stopwords and not names_value
         if steps and lex.segmented and unknown and verb_before_object.match(text):
@@ -97,10 +104,24 @@ def split_steps(request: str, extra_verbs: Iterable[str] = (), parameter_words: 
         steps.append(Step(text, start + offset, start + offset + len(text)))
     if not steps:
         return [Step(request.strip(), 0, len(request))]
-    if len(steps) > 1 and lex.segmented and _opening_word(steps[0].text) in lex.stopwords - verbs:
+    setting = _opening_word(steps[0].text) in lex.stopwords - verbs
+    if len(steps) > 1 and lex.segmented and setting and steps[1].start not in opened:
         first, second = steps[0], steps[1]  # "In course d:phys-12, add a topic …": the setting of the next step
         steps[:2] = [Step(request[first.start : second.end], first.start, second.end)]
     return steps[:MAX_STEPS]
+
+
+def _after_connectives(request: str, lex: Lexicon, quoted: Sequence[tuple[int, int]]) -> set[int]:
+    """Where the text after each sequencing connective that ends a clause begins ("…, then", "… and then",
+    outside quotes): a comma or "and" before it, so "due next Friday" or "as well as" inside a phrase is none."""
+    found = set()
+    for m in lex.connectives.finditer(request):
+        said = m.group(0).strip().lower()
+        if m.start() == 0 or any(a < m.start() < b for a, b in quoted):
+            continue
+        if said.startswith((",", "，")) or said.split()[0] == "and":
+            found.add(m.end())
+    return found
 
 
 def _opening_word(text: str) -> str:

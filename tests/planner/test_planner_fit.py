@@ -61,6 +61,23 @@ def test_a_verb_meets_the_noun_a_tool_is_named_for() -> None:
     assert scores[0, 0] > scores[0, 1]
 
 
+def test_a_quoted_text_that_is_posted_is_the_message_a_tool_is_named_for() -> None:
+    """"Post 'Your order has shipped' in conversation CH…": "post" creates, and its quoted object is
+    content, so `CreateConversationMessage` claims nothing unsaid; `UpdateConversation` still claims
+    "update". A quoted title after a verb that does not write content ("Add 'Q3 review'") says no message."""
+    catalog = ToolCatalog.from_openai([
+        fn("CreateConversationMessage", "Add a new message to the conversation.", {"Body": {"type": "string"}}),
+        fn("UpdateConversation", "Update an existing conversation.", {"State": {"type": "string"}}),
+    ])  # fmt: skip
+    request = "Post 'Your order has shipped' in conversation CH1b2c3d4e5f6"
+    scores = name_fit(request, whole(request), catalog)
+    assert scores[0, 0] > scores[0, 1]
+    title = "Add 'Q3 review' in conversation CH1b2c3d4e5f6"
+    unsaid = name_fit(title, whole(title), catalog)
+    # "message" is unsaid there: the create tool's lead over the update tool shrinks by what it pays for it
+    assert unsaid[0, 0] - unsaid[0, 1] < scores[0, 0] - scores[0, 1]
+
+
 def test_an_unsaid_verb_counts_more_than_the_route_method_of_a_generated_id() -> None:
     sends = ToolCatalog.from_openai(
         [

@@ -95,6 +95,27 @@ def test_a_word_no_list_holds_opens_an_implicit_step_before_its_object() -> None
     assert len(split_steps(request, ["create"])) == 2  # without the catalog's names: read as a verb
 
 
+def test_a_connective_after_a_comma_or_and_opens_a_step_whatever_verb_follows() -> None:
+    """"…, then comment on it: '…'" and "…, and then post the welcome note …" are steps of their own though
+    no list holds "comment" or "post"; a sentence that opens with a pronoun ("I'd like a new course …") is
+    then no setting merged into the step after the connective. "due next Friday" (no comma, no "and"),
+    a name after the connective and a clause opening with "I" stay in the step before."""
+    request = "In the Onboarding project add a task 'Record video' due May 20, then comment on it: 'Can you own it?'"
+    assert [s.text for s in split_steps(request, ["create"])] == [
+        "In the Onboarding project add a task 'Record video' due May 20",
+        "comment on it: 'Can you own it?'",
+    ]
+    request = "I'd like a new course 'Spanish I', with me as owner, and then post the welcome note 'Hola' in it."
+    steps = split_steps(request, ["classroom"])
+    assert [(s.text, s.implicit) for s in steps] == [
+        ("I'd like a new course 'Spanish I', with me as owner", False),
+        ("post the welcome note 'Hola' in it", False),
+    ]
+    assert len(split_steps("Create a task 'Taxes' due next Friday")) == 1
+    assert len(split_steps("Book a table for 2, then I will pick it up at 7")) == 1
+    assert len(split_steps("Schedule the call for Tuesday, then Monday if it fails", ["schedule"])) == 1
+
+
 def test_context_without_a_verb_joins_the_step_before() -> None:
     request = "Get me a rental car in Chicago. I will pick it up on 01/01/2024 at 7:00 AM"
     steps = split_steps(request, ["reserve"])
