@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from planner.argkinds import ArgKind
+from planner.argkinds import ArgKind, ordered_tokens
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,45 @@ def one_option_one_argument(out: dict[str, ArgOptions]) -> None:
     for args in named.values():
         for arg in args if len(args) > 1 else ():
             out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
+
+
+def one_date_one_field(out: dict[str, ArgOptions], schemas: Mapping[str, Any], *, clock: bool) -> None:
+    """Two optional fields for one moment, a date-only and a date-time one (Asana's `due_on` and `due_at`,
+    `start_on` and `start_at`: their names differ in the last word only), both offered the request's date:
+    a date said without a clock (`clock`: the step says a time of day) is the date-only field's, one with a
+    clock the date-time field's; the other field is not written. A field is a date-time one by its kind,
+    its examples ("2019-09-15T02:06:58.147Z") or a description of a "date and time" (Asana declares
+    `due_at` `format: date`)."""
+    dated = {arg: o for arg, o in out.items() if o.kind.is_date and not o.required and o.supported and o.values}
+
+    def timed(arg: str) -> bool:
+        schema = schemas.get(arg)
+        schema = schema if isinstance(schema, Mapping) else {}
+        examples = [str(e) for e in schema.get("examples", ()) if isinstance(e, str)] if isinstance(
+            schema.get("examples"), list
+        ) else []
+        return (
+            out[arg].kind.kind == "datetime"
+            or any(_CLOCK_EXAMPLE.search(e) for e in examples)
+            or "date and time" in str(schema.get("description", "")).lower()
+        )
+
+    for arg, options in dated.items():
+        role = ordered_tokens(arg)[:-1]
+        if not role or not timed(arg):
+            continue
+        days = {str(v)[:10] for v in options.values}
+        for twin, other in dated.items():
+            if twin == arg or ordered_tokens(twin)[:-1] != role or timed(twin):
+                continue
+            if not days <= {str(v)[:10] for v in other.values}:
+                continue  # not the same date: two moments
+            loser = twin if clock else arg
+            out[loser] = replace(out[loser], values=(), typed=True, closed=True, supported=False)
+            break
+
+
+_CLOCK_EXAMPLE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 
 def one_thing_one_id(out: dict[str, ArgOptions], things: Mapping[str, frozenset[str]]) -> None:

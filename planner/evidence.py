@@ -32,6 +32,7 @@ from typing import Any
 
 from planner.arg_options import (
     ArgOptions,
+    one_date_one_field,
     one_option_one_argument,
     one_thing_one_id,
     taken_by_required,
@@ -81,6 +82,7 @@ class NodeEvidence:
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
         one_option_one_argument(out)
+        one_date_one_field(out, tool.properties, clock=any(c.kind in ("time", "datetime") for c in self._inside()))
         one_thing_one_id(out, {a: self._thing(a) for a, o in out.items() if o.kind.is_identifier})
         taken_by_required(out)
         written = frozenset(v for up in self.upstream for v in up.args.values() if isinstance(v, str))
@@ -143,6 +145,8 @@ class NodeEvidence:
         kind = classify(arg, schema)
         required = arg in tool.required if required is None else required
         if arg in self.links:
+            if schema.get("type") == "array":  # a list of identifiers takes the one its lookup found
+                return ArgOptions(arg, required, kind, tuple([r] for r in self.links[arg]), typed=True, closed=True)
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
         if not required and unwritable(schema, arg):  # a deprecated one's replacement is the one to write
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)

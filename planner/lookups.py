@@ -192,7 +192,11 @@ def _by_output(
         strength = 0
         # an identifier field: `id`, or the word the argument itself calls its identifier (`gid` of `project_gid`)
         bare = len(leaf) == 1 and (leaf[0] in lex.identifier_words or (identifier and leaf == arg_words[-1:]))
-        names_entity = bool(entity) and (
+        # the id of another thing the tool is named for (`snapshot.id` of `get_volume_snapshot_by_id` is the
+        # snapshot's, not the volume's)
+        others = set(_norm(nouns(tool.name, lex), lex)) - set(_norm(entity, lex))
+        another = bool(entity) and not _contains(parents, entity, lex) and bool(set(_norm(parents, lex)) & others)
+        names_entity = bool(entity) and not another and (
             _contains(parents, entity, lex) or _contains(tool_words, entity, lex) or _finds_kind(tool, entity, lex)
         )
         if _norm(leaf, lex) == _norm(arg_words, lex) and (not bare or entity or shares_own):
@@ -218,6 +222,26 @@ def _finds_kind(tool: ToolDef, entity: list[str], lex: Lexicon) -> bool:
         ):
             return True
     return False
+
+
+def kind_option(producer: ToolDef, consumer: ToolDef, arg: str) -> tuple[str, str] | None:
+    """(the producer's enum argument, its option) that makes a search over several kinds of thing
+    (Asana's typeahead `resource_type`) find the thing `arg` of `consumer` identifies: the project for
+    `project_gid` or for a list of "Gid of a project." items; None when the producer chooses no kind."""
+    lex = lexicon("en")
+    schema = consumer.properties.get(arg)
+    schema = schema if isinstance(schema, dict) else {}
+    named = entity_words(arg, lex)
+    told = described_entity(_text_words(str(schema.get("description", ""))), lex)
+    wanted = [_norm(words, lex) for words in (told, named, named[-1:]) if words]
+    for name, option_schema in producer.properties.items():
+        options = option_schema.get("enum") if isinstance(option_schema, dict) else None
+        if not isinstance(options, list):
+            continue
+        for option in options[:64]:
+            if isinstance(option, str) and _norm(ordered_tokens(option), lex) in wanted:
+                return name, option
+    return None
 
 
 def _by_description(

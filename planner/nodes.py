@@ -26,7 +26,9 @@ from planner.drafting import cued, draft_args
 from planner.evidence import NodeEvidence
 from planner.flat_args import siblings
 from planner.lexicon import Lexicon, lexicon, lexicon_for
+from planner.lookups import kind_option
 from planner.packs import DomainPack
+from planner.prerequisites import id_items_view
 from planner.query_filters import filter_object, filter_value
 from planner.request_words import RequestWords
 from planner.retries import RetryPlan
@@ -161,6 +163,9 @@ class NodeTurns:
         for arg, seeds in self._seeds(index, tool, tools).items():  # a lookup is queried by the request's name
             current = options[arg]
             options[arg] = replace(current, values=(*seeds, *current.values), typed=True, supported=True)
+        for arg, kind in self._kinds(index, tool, tools).items():  # … for the kind of thing its consumer needs
+            if (current := options.get(arg)) is not None:
+                options[arg] = replace(current, values=(kind,), typed=True, closed=True, supported=True, missing=None)
         carried = self._carried(index)
         asked = {arg for arg, current in options.items() if not current.required and current.supported}
         same_ask = asked <= set(self._taught(index))  # this request asks for nothing the demonstration did not
@@ -238,6 +243,21 @@ class NodeTurns:
         if filter_object(schema) is not None:
             return {query: tuple(filter_value(schema, seed, written_shape(seed)) for seed in seeds)}
         return {query: seeds}
+
+    def _kinds(self, index: int, tool: ToolDef, tools: Sequence[str]) -> dict[str, str]:
+        """For a lookup node of the proposal that searches several kinds of thing (a typeahead's
+        `resource_type`): that argument → the kind its consumer's argument identifies (planner/lookups.py)."""
+        selection = self.req.selection
+        if not self.config.stages.lookups or list(tools) != selection.sequence:
+            return {}
+        out: dict[str, str] = {}
+        for lk in selection.lookups:
+            if lk.producer != index or not 0 <= lk.consumer < len(tools):
+                continue
+            found = kind_option(tool, id_items_view(self._tool(tools[lk.consumer])), lk.arg)
+            if found is not None and found[0] in tool.properties:
+                out.setdefault(*found)
+        return out
 
     def missing(self, tools: Sequence[str]) -> list[MissingInput]:
         """The required values no node of `tools` (the given sequence) can be filled with."""

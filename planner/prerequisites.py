@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from planner.argkinds import classify, identifier_like, names_kind, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
@@ -36,6 +37,7 @@ from planner.lookups import (
     queryable,
 )
 from planner.query_filters import filter_object
+from planner.slot_candidates import fits_string
 from planner.steps import Step, tool_verb
 from planner.value_shapes import ADDRESS_KINDS, shaped_as
 from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
@@ -88,8 +90,18 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
         others = {w for a in tool.required if a != arg for w in entity_words(a, lex)}  # not `ConversationSid`'s
         tokens |= set(nouns(tool.name, lex)) - others
 
+    others = {  # the words naming the tool's other identifiers ("workspace" of `data.workspace`)
+        w
+        for a in tool.arg_names()
+        if a != arg and classify(a, tool.properties.get(a)).is_identifier
+        for w in name_tokens(a) | set(entity_words(a, lex))
+    } - tokens - lex.identifier_words
+
     def named(c: Candidate) -> bool:
-        return bool(tokens & set(c.cue.split()[-2:])) or role_match(c.cue, tokens, lex)
+        cue = c.cue.split()
+        if cue and cue[-1] in others:  # "the Onboarding project (workspace 1201987654321)": the workspace's
+            return False
+        return bool(tokens & set(cue[-2:])) or role_match(c.cue, tokens, lex)
 
     def elsewhere(c: Candidate) -> bool:  # "workspace 1201987654321", "our space is 88120034": not the project's
         content = [w for w in c.cue.split()[-3:] if w not in lex.stopwords and w not in lex.identifier_words]
@@ -117,12 +129,13 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
                 if other != arg and classify(other, tool.properties.get(other)).is_identifier
             )
 
+        fitting = [c for c in inside if fits_string(str(c.value) if c.is_number else c.value, schema or {})]
         return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
             (_id_code(c) or c.kind in addresses)
             and not claimed(c)
             and not elsewhere(c)
             or (c.kind == "number" and _in_digits(c, values) and named(c))
-            for c in inside
+            for c in fitting  # "the pg-data-01 volume" is no `format: uuid` id: a name to look up
         )
     shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
     return any(named(c) for c in shaped)
@@ -320,7 +333,7 @@ def with_prerequisites(
     made: list[Lookup] = []
     gaps: list[Gap] = []
     for index, name in enumerate(sequence):
-        tool = catalog.get(name)
+        tool = id_items_view(catalog.get(name))
         span = spans[index] if index < len(spans) else None
         given = {arg for arg in tool.required if literal_for(tool, arg, values, span)}
         for other in _majority(tool, sequence, out, shortlist, given):
@@ -377,6 +390,27 @@ def with_prerequisites(
         out.append(name)
         serves.append(index)
     return out, made, serves, gaps
+
+
+def id_items_view(tool: ToolDef) -> ToolDef:
+    """The tool with each optional list of identifiers (Asana's `data.projects`, "Array of project gids",
+    items "Gid of a project.") seen as one identifier of its items' kind: the request that names one such
+    thing ("to the Website Relaunch project") gets its lookup like any named identifier, and the list then
+    takes that one reference (planner/evidence.py). The tool itself when it has no such list."""
+    props = tool.properties
+    changed: dict[str, Any] = {}
+    for arg, schema in props.items():
+        if arg in tool.required or not isinstance(schema, dict) or schema.get("type") != "array":
+            continue
+        items = schema.get("items")
+        if not isinstance(items, dict) or items.get("type") != "string":
+            continue
+        item = {**items, "description": str(items.get("description") or schema.get("description") or "")}
+        if classify(arg, item).is_identifier:
+            changed[arg] = item
+    if not changed:
+        return tool
+    return replace(tool, parameters={**tool.parameters, "properties": {**props, **changed}})
 
 
 def _lists_everything(producer: ToolDef, values: RequestValues | None) -> bool:

@@ -8,6 +8,7 @@ values a retry removed are dropped. A candidate the grammar offers is also withi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,13 +45,19 @@ def slot_candidates(
     return kept[:limit]
 
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+
+
 def fits_string(value: Any, schema: Mapping[str, Any]) -> bool:
-    """A string candidate within the argument's own bounds and matching its pattern (RE2: a client pattern is
-    never run with Python's backtracking `re`; one RE2 refuses was rejected with the catalog)."""
+    """A string candidate within the argument's own bounds, of its declared `format: uuid` and matching its
+    pattern (RE2: a client pattern is never run with Python's backtracking `re`; one RE2 refuses was
+    rejected with the catalog)."""
     if not isinstance(value, str) or not int(schema.get("minLength", 0)) <= len(value) <= int(
         schema.get("maxLength", 10**6)
     ):
         return False
+    if schema.get("format") == "uuid" and not _UUID.fullmatch(value):
+        return False  # "the pg-data-01 volume" names a volume whose id is a UUID: a name, not its id
     pattern = schema.get("pattern")
     if not isinstance(pattern, str):
         return True

@@ -201,7 +201,8 @@ def extract(request: str, today: date) -> RequestValues:
                 claim(m.start(1), m.end(1))
     for m in _capitalised(lex).finditer(request):
         for part in _sentence_parts(m):  # "the UK. Block ...": two sentences, no one phrase
-            phrase = _trim_phrase(part.group(0), lex)
+            opening = _opens_sentence(request, part.start(), lex)
+            phrase = _trim_phrase(part.group(0), lex, opening=opening)
             start = request.find(phrase, part.start())
             if " " not in phrase and _opens_sentence(request, start, lex):
                 continue  # a capital that starts a sentence says nothing ("Block 16:00 ...", "Look up ...")
@@ -330,10 +331,13 @@ def _opens_sentence(request: str, start: int, lex: Lexicon) -> bool:
     return not before or before[-1] in lex.sentence_end or before[-1] == "\n"
 
 
-def _trim_phrase(phrase: str, lex: Lexicon) -> str:
+def _trim_phrase(phrase: str, lex: Lexicon, *, opening: bool = False) -> str:
+    """The phrase without the capitalised words that do not start or end a name; one that opens a sentence
+    also without the small words its capital only looked like a name for ("In the Onboarding Revamp
+    project" → "Onboarding Revamp")."""
     skip = lex.lead_skip | {m.capitalize() for m in lex.months}
     words = [w.strip(".,;:!?") for w in phrase.split()]
-    while words and words[0] in skip:
+    while words and (words[0] in skip or (opening and len(words) > 1 and words[0].lower() in lex.stopwords)):
         words = words[1:]
     while words and (words[-1] in skip or words[-1].lower() in lex.stopwords):
         words = words[:-1]

@@ -347,3 +347,121 @@ def test_an_identifier_is_offered_only_values_its_pattern_accepts() -> None:
     assert options["Sid"].values == () and options["Sid"].missing
     fitting = request.replace("participant CH1b2c3d4e5f60718293a4b5c6d7e8f901", "participant MB" + "0123456789abcdef" * 2)
     assert NodeEvidence(extract(fitting, TODAY), None, []).node(tool)["Sid"].values == ("MB" + "0123456789abcdef" * 2,)
+
+
+def test_a_list_of_ids_the_request_names_one_of_gets_its_lookup_and_takes_the_one_found() -> None:
+    """A task API's shape (Asana's, written here): the body's optional `projects` ("Array of project gids",
+    items "Gid of a project.") of a new task. "…in the Onboarding Revamp project (workspace 120…)" names
+    one project: the typeahead looks it up by "Onboarding Revamp" — not by the sentence's opening "In the",
+    and the code after "workspace" is the workspace's, not the project's — and the list takes that one
+    reference. A request that names no project writes no list and looks nothing up."""
+    from planner.config import SelectionConfig
+    from planner.flat_args import flat_catalog
+    from planner.prerequisites import with_prerequisites
+
+    gids = {"type": "array", "items": {**TEXT, "description": "Gid of a project."},
+            "description": "*Create-Only* Array of project gids."}  # fmt: skip
+    workspace = {**TEXT, "description": "Gid of a workspace.", "examples": ["12345"]}
+    typeahead = rc.function(
+        "typeaheadForWorkspace",
+        "Get objects via a typeahead search",
+        {"workspace_gid": {**TEXT, "description": "Globally unique identifier for the workspace or organization."},
+         "resource_type": {**TEXT, "enum": ["project", "task", "user"]}, "query": TEXT},
+        ["workspace_gid", "resource_type"],
+        listing("data", "gid", "name"),
+    )  # fmt: skip
+    body = {"type": "object", "properties": {"name": TEXT, "projects": gids, "workspace": workspace}}
+    create = rc.function("createTask", "Create a task", {"data": body}, ["data"])
+    flat = flat_catalog(ToolCatalog.from_openai([typeahead, create]))  # planned field by field
+    request = "In the Onboarding Revamp project (workspace 1201987654321) add a task 'Record welcome video'."
+    sequence, lookups, _, _ = with_prerequisites(["createTask"], [None], flat, flat, SelectionConfig(), extract(request, TODAY))
+    assert sequence == ["typeaheadForWorkspace", "createTask"]
+    assert [(lk.arg, lk.seed) for lk in lookups] == [("data.projects", "Onboarding Revamp")]
+    links = {"data.projects": ("$n1.data.0.gid",)}
+    options = NodeEvidence(extract(request, TODAY), None, [], links).node(flat.get("createTask"))
+    assert options["data.projects"].values == (["$n1.data.0.gid"],) and options["data.projects"].closed
+    plain = "Add a task 'Record welcome video' in workspace 1201987654321."
+    assert with_prerequisites(["createTask"], [None], flat, flat, SelectionConfig(), extract(plain, TODAY))[0] == [
+        "createTask"
+    ]
+
+
+def test_a_date_without_a_clock_fills_the_date_field_not_its_date_time_twin() -> None:
+    """Asana's shape: `due_on` ("YYYY-MM-DD") and `due_at` (date-time) are one moment. "due March 3, 2027"
+    writes `due_on` only; "due March 3, 2027 at 17:00 UTC" writes `due_at` only."""
+    from planner.flat_args import flat_tool
+
+    body = {
+        "type": "object",
+        "properties": {
+            "name": TEXT,
+            "due_on": {**TEXT, "format": "date", "description": "The localized date on which this task is due."},
+            "due_at": {**TEXT, "format": "date-time", "description": "The UTC date and time on which it is due."},
+        },
+    }
+    tool = flat_tool(ToolCatalog.from_openai([rc.function("createTask", "Create a task", {"data": body}, ["data"])])
+                     .get("createTask"))  # fmt: skip
+
+    def written(request: str) -> dict[str, tuple[object, ...]]:
+        options = NodeEvidence(extract(request, TODAY), None, []).node(tool)
+        return {a: o.values for a, o in options.items() if a.startswith("data.due") and o.supported and o.values}
+
+    assert written("Add a task 'Taxes' due March 3, 2027.") == {"data.due_on": ("2027-03-03",)}
+    clocked = written("Add a task 'Taxes' due March 3, 2027 at 17:00 UTC.")
+    assert list(clocked) == ["data.due_at"] and str(clocked["data.due_at"][0]).startswith("2027-03-03T17:00")
+    # Asana declares `due_at` `format: date`; its example and description still say it is a date and time
+    body["properties"]["due_at"] = {**TEXT, "format": "date", "examples": ["2019-09-15T02:06:58.147Z"],
+                                    "description": "The UTC date and time on which this task is due."}  # fmt: skip
+    tool = flat_tool(ToolCatalog.from_openai([rc.function("createTask", "Create a task", {"data": body}, ["data"])])
+                     .get("createTask"))  # fmt: skip
+    assert written("Add a task 'Taxes' due March 3, 2027.") == {"data.due_on": ("2027-03-03",)}
+
+
+def test_a_search_over_several_kinds_is_asked_for_the_kind_its_consumer_needs() -> None:
+    """Asana's typeahead (`resource_type`: project, task, user) looking up the project of a new task's
+    `projects` list ("Gid of a project.") or of a path's `project_gid` is asked for `project`."""
+    from planner.flat_args import flat_tool
+    from planner.lookups import kind_option
+    from planner.prerequisites import id_items_view
+
+    typeahead = ToolCatalog.from_openai([rc.function(
+        "typeaheadForWorkspace", "Get objects via a typeahead search",
+        {"workspace_gid": TEXT, "resource_type": {**TEXT, "enum": ["custom_field", "project", "task", "user"]},
+         "query": TEXT}, ["workspace_gid", "resource_type"])]).get("typeaheadForWorkspace")  # fmt: skip
+    gids = {"type": "array", "items": {**TEXT, "description": "Gid of a project."}, "description": "Array of project gids."}
+    body = {"type": "object", "properties": {"name": TEXT, "projects": gids}}
+    create = flat_tool(ToolCatalog.from_openai([rc.function("createTask", "Create a task", {"data": body}, ["data"])])
+                       .get("createTask"))  # fmt: skip
+    assert kind_option(typeahead, id_items_view(create), "data.projects") == ("resource_type", "project")
+    section = ToolCatalog.from_openai([rc.function("createSectionForProject", "Create a section",
+                                                   {"project_gid": TEXT}, ["project_gid"])]).get("createSectionForProject")  # fmt: skip
+    assert kind_option(typeahead, section, "project_gid") == ("resource_type", "project")
+    assert kind_option(section, create, "data.projects") is None  # no kind to choose
+
+
+def test_a_name_is_no_uuid_id_and_another_things_id_is_no_producer() -> None:
+    """A cloud API's shape (DigitalOcean's, written here): `volume_id` is `format: uuid`, so "the pg-data-01
+    volume" names the volume — its id is looked up in `list_all_volumes`, not taken from the name — and
+    `get_volume_snapshot_by_id`'s `snapshot.id` is the snapshot's id, not the volume's."""
+    from planner.config import SelectionConfig
+    from planner.prerequisites import literal_for, with_prerequisites
+
+    uuid = {**TEXT, "format": "uuid", "description": "The ID of the block storage volume."}
+    catalog = ToolCatalog.from_openai([
+        rc.function("get_volume_snapshot_by_id", "Retrieve an existing volume snapshot",
+                    {"snapshot_id": TEXT}, ["snapshot_id"],
+                    {"type": "object", "properties": {"snapshot": {"type": "object", "properties": {"id": TEXT}}}}),
+        rc.function("list_all_volumes", "List all block storage volumes", {"name": TEXT}, [],
+                    listing("volumes", "id", "name")),
+        rc.function("post_volume_action_by_id", "Initiate a block storage action by volume id",
+                    {"volume_id": uuid, "droplet_id": {"type": "integer"}}, ["volume_id", "droplet_id"]),
+    ])  # fmt: skip
+    tool = catalog.get("post_volume_action_by_id")
+    named = extract("Attach the pg-data-01 volume to droplet 387236211.", TODAY)
+    assert not literal_for(tool, "volume_id", named, None)
+    given = extract("Attach volume 7724db7c-e098-11e5-b522-000f53304e51 to droplet 387236211.", TODAY)
+    assert literal_for(tool, "volume_id", given, None)
+    sequence, lookups, _, _ = with_prerequisites(["post_volume_action_by_id"], [None], catalog, catalog,
+                                                 SelectionConfig(), named)  # fmt: skip
+    assert sequence == ["list_all_volumes", "post_volume_action_by_id"]
+    assert [(lk.path, lk.seed) for lk in lookups] == [("volumes.0.id", "pg-data-01")]
