@@ -97,10 +97,11 @@ def is_lookup(tool: ToolDef, lex: Lexicon) -> bool:
 
 
 def queryable(tool: ToolDef, lex: Lexicon) -> int:
-    """How well a request's name can be passed to a lookup: 0 a required string argument, 1 an argument
-    named like a query (the lexicon's `query_words`), 2 neither (it lists everything)."""
+    """How well a request's name can be passed to a lookup: 0 a required string argument that is no
+    identifier (`books_volumes_list(q)`, not `bookshelves_volumes_list(shelf)`), 1 an argument named like a
+    query (the lexicon's `query_words`), 2 neither (it lists everything)."""
     strings = [a for a, s in tool.properties.items() if isinstance(s, dict) and s.get("type") in ("string", None)]
-    if any(a in tool.required for a in strings):
+    if any(a in tool.required and not classify(a, tool.properties[a]).is_identifier for a in strings):
         return 0
     return 1 if any(set(ordered_tokens(a)) & set(lex.query_words) for a in strings) else 2
 
@@ -129,6 +130,9 @@ def producers(
         if found:
             break
     scores = similarity or {}
+    # best first: the strongest match, a tool named for what the description says, one a name can be passed
+    # to, then the one that needs the fewest arguments besides its query (the catalog's own search before a list inside
+    # another thing: `books_volumes_list(q)` before `bookshelves_volumes_list(shelf)`), then similarity
     found.sort(key=lambda item: (item[0].strength, *item[1], -scores.get(item[0].tool, 0.0)))
     return [producer for producer, _ in found]
 
@@ -156,9 +160,10 @@ def _producers(
     identifier: bool,
     lookups_only: bool,
     lex: Lexicon,
-) -> list[tuple[Producer, tuple[int, int]]]:
-    own = nouns(consumer.name, lex) if identifier and not entity else []  # a bare `id`: the consumer's thing
-    found: list[tuple[Producer, tuple[int, int]]] = []
+) -> list[tuple[Producer, tuple[int, int, int]]]:
+    bare = identifier and not entity and set(arg_words) <= lex.identifier_words  # `id`, `Sid`: not `shelf`
+    own = nouns(consumer.name, lex) if bare else []  # a bare `id`: the consumer's thing
+    found: list[tuple[Producer, tuple[int, int, int]]] = []
     for tool in catalog:
         if tool.name == consumer.name or arg in tool.required or (lookups_only and not is_lookup(tool, lex)):
             continue
@@ -167,7 +172,8 @@ def _producers(
             match = _by_description(tool, arg_words, entity, described, identifier, lex)
         if match is not None:
             named = -len(set(_norm(nouns(tool.name, lex), lex)) & set(_norm(described, lex)))
-            found.append((match, (named, queryable(tool, lex))))
+            others = sum(1 for a in tool.required if not set(ordered_tokens(a)) & set(lex.query_words))
+            found.append((match, (named, queryable(tool, lex), others)))
     return found
 
 

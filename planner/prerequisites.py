@@ -97,11 +97,17 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
         for w in name_tokens(a) | set(entity_words(a, lex))
     } - tokens - lex.identifier_words
 
+    def names(word: str) -> bool:  # "bookshelf" names `shelf`: a compound ending in the argument's word too
+        return word in tokens or any(len(t) >= 4 and len(word) > len(t) and word.endswith(t) for t in tokens)
+
     def named(c: Candidate) -> bool:
         cue = c.cue.split()
         if cue and cue[-1] in others:  # "the Onboarding project (workspace 1201987654321)": the workspace's
             return False
-        return bool(tokens & set(cue[-2:])) or role_match(c.cue, tokens, lex)
+        content = [w for w in cue if w not in lex.stopwords]
+        if len(content) > 1 and content[-1] in lex.identifier_words:  # "my bookshelf with ID 2": the shelf's
+            return names(content[-2])
+        return any(names(w) for w in cue[-2:]) or role_match(c.cue, tokens, lex)
 
     def elsewhere(c: Candidate) -> bool:  # "workspace 1201987654321", "our space is 88120034": not the project's
         content = [w for w in c.cue.split()[-3:] if w not in lex.stopwords and w not in lex.identifier_words]

@@ -65,9 +65,20 @@ class Ties:
         verbs = self.lex.action_verbs | self.lex.mutating_verbs
         text = (kind := self.kinds.get(arg)) is not None and kind.kind == "text"
         back = 0  # words between the word and the value; connectors and verbs do not count
+
+        def compound(word: str) -> bool:  # "bookshelf" ends in `shelf`'s name
+            return any(len(t) >= 4 and len(word) > len(t) and word.endswith(t) for t in tokens)
+
+        content = [x for x in cue if x not in self.lex.stopwords]
+        owner = content[-2] if len(content) > 1 and content[-1] in self.lex.identifier_words else ""
+        # "my bookshelf with ID 2": the id word names the shelf's id, not `volumeId`'s
+        owned_elsewhere = bool(owner) and not (owner in tokens or self.lex.stem(owner) in stems or compound(owner))
         for word in reversed(cue):  # ("name change to '王丽'", "the subject set to 'Hi'")
             if back >= 3:
                 break
+            if owned_elsewhere and word in self.lex.identifier_words and tokens != {word}:  # (`reference` itself)
+                back += 1
+                continue
             if word in verbs and len(tokens) > 1:
                 continue  # the request's verb ("Add 'Review'") names no field `anyoneCanAddSelf`
             if len(tokens) > 1 and text and self.lex.stem(word) in self.entity:
@@ -76,6 +87,9 @@ class Ties:
                 score += max(w["cue_near"] - back, 1.0)
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
+                back += 1
+            elif compound(word):
+                score += max(w["cue_near"] - back, 1.0)  # a compound ending in its name: "bookshelf 3" → `shelf`
                 back += 1
             elif word not in self.lex.stopwords and word not in verbs:
                 back += 1
@@ -91,7 +105,8 @@ class Ties:
         heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
         tail = c.tail if c.kind not in ADDRESS_KINDS else ""  # "jo@x.dev view-only": no `…ForView` address
         tail = "" if tail in self.lex.naming_words else tail  # "the single send named 'X'": X is the name
-        if tail and tail not in self.lex.stopwords and self.lex.stem(tail) in heads & (stems | {tail}):
+        tail_named = bool(tail) and (self.lex.stem(tail) in heads & (stems | {tail}) or compound(tail))
+        if tail_named and tail not in self.lex.stopwords:
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         elif len(words) > 1 and c.start >= 0 and self._followed_by(c, words):
             score += w["tail"] + w["exact"]  # "50 per page": the argument's whole name `per_page` after it

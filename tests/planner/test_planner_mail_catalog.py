@@ -465,3 +465,31 @@ def test_a_name_is_no_uuid_id_and_another_things_id_is_no_producer() -> None:
                                                  SelectionConfig(), named)  # fmt: skip
     assert sequence == ["list_all_volumes", "post_volume_action_by_id"]
     assert [(lk.path, lk.seed) for lk in lookups] == [("volumes.0.id", "pg-data-01")]
+
+
+def test_a_shelf_is_named_by_its_compound_and_the_catalogs_own_search_finds_the_volume() -> None:
+    """A library API's shape (Google Books', written here): "bookshelf 3" and "my bookshelf with ID 2" give
+    `shelf` (a compound ending in the argument's word names it; the id word names the thing before it, so
+    "ID 2" is not the volume's id), and the volume is looked up in the catalog's own search by title
+    (`volumes_list(q)`), not in the shelf's volume list, which needs a shelf besides the name."""
+    from planner.config import SelectionConfig
+    from planner.prerequisites import literal_for, with_prerequisites
+
+    items = listing("items", "id", "title")
+    catalog = ToolCatalog.from_openai([
+        rc.function("books_volumes_list", "Performs a book search.", {"q": {**TEXT, "description": "Full-text search query string."}}, ["q"], items),
+        rc.function("books_mylibrary_bookshelves_volumes_list", "Gets volume information for volumes on a bookshelf.",
+                    {"shelf": {**TEXT, "description": "The bookshelf ID or name retrieve volumes for."}, "q": TEXT}, ["shelf"], items),
+        rc.function("books_mylibrary_bookshelves_removeVolume", "Removes a volume from a bookshelf.",
+                    {"shelf": {**TEXT, "description": "ID of bookshelf from which to remove a volume."},
+                     "volumeId": {**TEXT, "description": "ID of volume to remove."}}, ["shelf", "volumeId"]),
+    ])  # fmt: skip
+    tool = catalog.get("books_mylibrary_bookshelves_removeVolume")
+    for request in ("Take 'Atomic Habits' off bookshelf 3.", "Remove 'Atomic Habits' from my bookshelf with ID 3."):
+        values = extract(request, TODAY)
+        assert literal_for(tool, "shelf", values, None) and not literal_for(tool, "volumeId", values, None)
+        sequence, lookups, _, _ = with_prerequisites([tool.name], [None], catalog, catalog, SelectionConfig(), values)
+        assert sequence == ["books_volumes_list", tool.name], request
+        assert [(lk.arg, lk.seed) for lk in lookups] == [("volumeId", "Atomic Habits")]
+        options = NodeEvidence(values, None, [], {"volumeId": ("$n1.items.0.id",)}).node(tool)
+        assert options["shelf"].values == ("3",) and options["volumeId"].refs == ("$n1.items.0.id",)
