@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from contract.demonstrations import Demonstration
+from planner.argkinds import classify
 from planner.catalog import ToolCatalog, ToolDef
 from planner.query_filters import filter_object
 
@@ -238,3 +239,24 @@ def _flatten_values(args: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[
     for name, value in args.items():
         walk(name, value)
     return out
+
+
+def id_items_view(tool: ToolDef) -> ToolDef:
+    """The tool with each optional list of identifiers (Asana's `data.projects`, "Array of project gids",
+    items "Gid of a project.") seen as one identifier of its items' kind: the request that names one such
+    thing ("to the Website Relaunch project") gets its lookup like any named identifier, and the list then
+    takes that one reference (planner/evidence.py). The tool itself when it has no such list."""
+    props = tool.properties
+    changed: dict[str, Any] = {}
+    for arg, schema in props.items():
+        if arg in tool.required or not isinstance(schema, dict) or schema.get("type") != "array":
+            continue
+        items = schema.get("items")
+        if not isinstance(items, dict) or items.get("type") != "string":
+            continue
+        item = {**items, "description": str(items.get("description") or schema.get("description") or "")}
+        if classify(arg, item).is_identifier:
+            changed[arg] = item
+    if not changed:
+        return tool
+    return replace(tool, parameters={**tool.parameters, "properties": {**props, **changed}})

@@ -24,11 +24,10 @@ from planner.decoding import NodeTurn
 from planner.demos import skeleton_refs
 from planner.drafting import cued, draft_args
 from planner.evidence import NodeEvidence
-from planner.flat_args import siblings
+from planner.flat_args import id_items_view, siblings
 from planner.lexicon import Lexicon, lexicon, lexicon_for
 from planner.lookups import kind_option
 from planner.packs import DomainPack
-from planner.prerequisites import id_items_view
 from planner.query_filters import filter_object, filter_value
 from planner.request_words import RequestWords
 from planner.retries import RetryPlan

@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from planner.argkinds import classify, identifier_like, names_kind, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
+from planner.flat_args import id_items_view
 from planner.lexicon import lexicon
 from planner.lookups import (
     Producer,
@@ -396,27 +396,6 @@ def with_prerequisites(
         out.append(name)
         serves.append(index)
     return out, made, serves, gaps
-
-
-def id_items_view(tool: ToolDef) -> ToolDef:
-    """The tool with each optional list of identifiers (Asana's `data.projects`, "Array of project gids",
-    items "Gid of a project.") seen as one identifier of its items' kind: the request that names one such
-    thing ("to the Website Relaunch project") gets its lookup like any named identifier, and the list then
-    takes that one reference (planner/evidence.py). The tool itself when it has no such list."""
-    props = tool.properties
-    changed: dict[str, Any] = {}
-    for arg, schema in props.items():
-        if arg in tool.required or not isinstance(schema, dict) or schema.get("type") != "array":
-            continue
-        items = schema.get("items")
-        if not isinstance(items, dict) or items.get("type") != "string":
-            continue
-        item = {**items, "description": str(items.get("description") or schema.get("description") or "")}
-        if classify(arg, item).is_identifier:
-            changed[arg] = item
-    if not changed:
-        return tool
-    return replace(tool, parameters={**tool.parameters, "properties": {**props, **changed}})
 
 
 def _lists_everything(producer: ToolDef, values: RequestValues | None) -> bool:

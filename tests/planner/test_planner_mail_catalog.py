@@ -420,9 +420,8 @@ def test_a_date_without_a_clock_fills_the_date_field_not_its_date_time_twin() ->
 def test_a_search_over_several_kinds_is_asked_for_the_kind_its_consumer_needs() -> None:
     """Asana's typeahead (`resource_type`: project, task, user) looking up the project of a new task's
     `projects` list ("Gid of a project.") or of a path's `project_gid` is asked for `project`."""
-    from planner.flat_args import flat_tool
+    from planner.flat_args import flat_tool, id_items_view
     from planner.lookups import kind_option
-    from planner.prerequisites import id_items_view
 
     typeahead = ToolCatalog.from_openai([rc.function(
         "typeaheadForWorkspace", "Get objects via a typeahead search",
