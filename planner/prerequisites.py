@@ -40,7 +40,7 @@ from planner.query_filters import filter_object
 from planner.slot_candidates import fits_string
 from planner.steps import Step, tool_verb
 from planner.value_shapes import ADDRESS_KINDS, shaped_as
-from planner.values import Candidate, RequestValues, name_tokens, rank, role_match
+from planner.values import Candidate, RequestValues, ends_in_name, name_tokens, rank, role_match
 
 _ID_KINDS = ("code", "quoted", "email", "url", "phone")
 
@@ -90,19 +90,19 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
         others = {w for a in tool.required if a != arg for w in entity_words(a, lex)}  # not `ConversationSid`'s
         tokens |= set(nouns(tool.name, lex)) - others
 
-    others = {  # the words naming the tool's other identifiers ("workspace" of `data.workspace`)
+    other_ids = {  # the words naming the tool's other identifiers ("workspace" of `data.workspace`)
         w
         for a in tool.arg_names()
         if a != arg and classify(a, tool.properties.get(a)).is_identifier
         for w in name_tokens(a) | set(entity_words(a, lex))
     } - tokens - lex.identifier_words
 
-    def names(word: str) -> bool:  # "bookshelf" names `shelf`: a compound ending in the argument's word too
-        return word in tokens or any(len(t) >= 4 and len(word) > len(t) and word.endswith(t) for t in tokens)
+    def names(word: str) -> bool:  # "bookshelf" names `shelf` too
+        return word in tokens or ends_in_name(word, tokens)
 
     def named(c: Candidate) -> bool:
         cue = c.cue.split()
-        if cue and cue[-1] in others:  # "the Onboarding project (workspace 1201987654321)": the workspace's
+        if cue and cue[-1] in other_ids:  # "the Onboarding project (workspace 1201987654321)": the workspace's
             return False
         content = [w for w in cue if w not in lex.stopwords]
         if len(content) > 1 and content[-1] in lex.identifier_words:  # "my bookshelf with ID 2": the shelf's

@@ -16,7 +16,7 @@ from planner.argkinds import ArgKind, ordered_tokens
 from planner.flat_args import field_depth
 from planner.lexicon import Lexicon, lexicon_for, weights
 from planner.value_shapes import ADDRESS_KINDS, shaped_as
-from planner.values import Candidate, RequestValues, name_tokens, role_match
+from planner.values import Candidate, RequestValues, ends_in_name, name_tokens, role_match
 
 
 class Ties:
@@ -65,14 +65,11 @@ class Ties:
         verbs = self.lex.action_verbs | self.lex.mutating_verbs
         text = (kind := self.kinds.get(arg)) is not None and kind.kind == "text"
         back = 0  # words between the word and the value; connectors and verbs do not count
-
-        def compound(word: str) -> bool:  # "bookshelf" ends in `shelf`'s name
-            return any(len(t) >= 4 and len(word) > len(t) and word.endswith(t) for t in tokens)
-
         content = [x for x in cue if x not in self.lex.stopwords]
         owner = content[-2] if len(content) > 1 and content[-1] in self.lex.identifier_words else ""
         # "my bookshelf with ID 2": the id word names the shelf's id, not `volumeId`'s
-        owned_elsewhere = bool(owner) and not (owner in tokens or self.lex.stem(owner) in stems or compound(owner))
+        owns = owner in tokens or self.lex.stem(owner) in stems or ends_in_name(owner, tokens)
+        owned_elsewhere = bool(owner) and not owns
         for word in reversed(cue):  # ("name change to '王丽'", "the subject set to 'Hi'")
             if back >= 3:
                 break
@@ -88,7 +85,7 @@ class Ties:
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
                 back += 1
-            elif compound(word):
+            elif ends_in_name(word, tokens):
                 score += max(w["cue_near"] - back, 1.0)  # a compound ending in its name: "bookshelf 3" → `shelf`
                 back += 1
             elif word not in self.lex.stopwords and word not in verbs:
@@ -105,7 +102,7 @@ class Ties:
         heads = {self.lex.stem(word) for word in words[:cut]}  # `max_price_per_night`: "4 nights" is no price
         tail = c.tail if c.kind not in ADDRESS_KINDS else ""  # "jo@x.dev view-only": no `…ForView` address
         tail = "" if tail in self.lex.naming_words else tail  # "the single send named 'X'": X is the name
-        tail_named = bool(tail) and (self.lex.stem(tail) in heads & (stems | {tail}) or compound(tail))
+        tail_named = bool(tail) and (self.lex.stem(tail) in heads & (stems | {tail}) or ends_in_name(tail, tokens))
         if tail_named and tail not in self.lex.stopwords:
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         elif len(words) > 1 and c.start >= 0 and self._followed_by(c, words):

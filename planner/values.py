@@ -386,6 +386,12 @@ def name_tokens(name: str) -> set[str]:
     return tokens | {t[:-1] for t in tokens if t.endswith("s") and len(t) > 3}
 
 
+def ends_in_name(word: str, tokens: set[str]) -> bool:
+    """A compound that ends in one of an argument's words (of 4 letters or more) names that argument:
+    "bookshelf" names `shelf`."""
+    return any(len(t) >= 4 and len(word) > len(t) and word.endswith(t) for t in tokens)
+
+
 def role_match(cue: str, arg_tokens: set[str], lex: Lexicon) -> bool:
     """The last word before a value is a role word that fits the argument ("from" → origin)."""
     words = cue.split()
