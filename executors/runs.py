@@ -343,6 +343,7 @@ class RunService:
                     for event in await self.store.events(tenant, run_id, after=last):  # appended meanwhile
                         yield event
                     return
+                changes.read_up_to(last)
                 await changes.wait()
 
     async def aclose(self) -> None:

@@ -1,7 +1,8 @@
 """Wake-ups of run-event followers: one fan-out per store and process, keyed by run.
 
 A follower `subscribe`s to one run and sleeps until that run changes; it is never woken by another
-run's events, and it never polls. Three sources wake it:
+run's events, nor by events it has already read (it says how far it read with `read_up_to`), and it
+never polls. Three sources wake it:
 
 - an event appended by this process (`publish`, at once);
 - a backend listener, when the backend has one (PostgreSQL LISTEN/NOTIFY: events of other replicas
@@ -34,12 +35,19 @@ class Subscription:
     def __init__(self, feed: EventFeed, run_id: str) -> None:
         self.run_id = run_id
         self.wakeups = 0
+        self.seen = 0  # the last event seq this follower has read; events up to it do not wake it
         self._feed = feed
         self._changed = asyncio.Event()
 
     def notify(self) -> None:
         self.wakeups += 1
         self._changed.set()
+
+    def read_up_to(self, seq: int) -> None:
+        """The follower has read the run's events up to `seq`: only a later one (or a change of the
+        run's state) wakes it. Without this, the watch's first look at a run (whose events were appended
+        before anyone followed it) would wake every follower for events they had just read."""
+        self.seen = max(self.seen, seq)
 
     async def wait(self) -> None:
         await self._changed.wait()
@@ -99,7 +107,8 @@ class EventFeed:
                 return  # already delivered (e.g. our own NOTIFY coming back)
             self._seq[run_id] = seq
         for sub in list(subs):
-            sub.notify()
+            if seq is None or sub.seen < seq:
+                sub.notify()
 
     def publish_all(self) -> None:
         """Something may have been missed (a listener reconnected): every follower re-reads once."""
@@ -149,10 +158,11 @@ class EventFeed:
                     self.publish(run_id)
                     continue
                 key = (state.driven, state.status)
-                newer = state.last_seq > self._seq.get(run_id, 0)
-                if newer or self._state.get(run_id, key) != key:
+                if self._state.get(run_id, key) != key:  # its driver died or it finished: everyone re-reads
                     self._seq[run_id] = max(state.last_seq, self._seq.get(run_id, 0))
                     self.publish(run_id)
+                elif state.last_seq > self._seq.get(run_id, 0):  # written by another process
+                    self.publish(run_id, state.last_seq)  # wakes only those that have not read it
                 self._state[run_id] = key
 
     async def aclose(self) -> None:

@@ -195,10 +195,15 @@ def test_idle_followers_are_not_woken_by_other_runs(gateway_with: Callable[..., 
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 20
-        while len(feed._subs.get(idle_run, ())) < 20 and time.monotonic() < deadline:
+
+        def settled() -> bool:  # all 20 follow the held run and have read its events so far
+            subs = feed._subs.get(idle_run, ())
+            return len(subs) == 20 and all(sub.seen > 0 for sub in subs)
+
+        while not settled() and time.monotonic() < deadline:
             time.sleep(0.05)
         idle = list(feed._subs.get(idle_run, ()))
-        assert len(idle) == 20
+        assert settled()
         woken_before = [sub.wakeups for sub in idle]
         for _ in range(5):  # 5 other runs of 6 nodes: 70 events the idle followers must not hear about
             done = post_run(client, busy, wait=True).json()
