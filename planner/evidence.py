@@ -167,6 +167,10 @@ class NodeEvidence:
             )
         if kind.kind in ("number", "integer"):
             return self._number(arg, schema, kind, required, same)
+        if set(ordered_tokens(arg.rpartition(".")[2])) & self.lex.language_fields and kind.kind == "text":
+            code = self.said.language_named()  # "English only" → `langRestrict: en`
+            if code is not None:
+                return ArgOptions(arg, required, kind, (code,), typed=True, closed=True)
         point = [c.value for c in self._inside() if c.kind == "coordinates"]
         if point and set(ordered_tokens(arg)) & self.lex.coordinate_words.get("point", frozenset()):
             return ArgOptions(arg, required, kind, tuple(point), typed=True, closed=True)  # "location": "45.5,-73.5"

@@ -38,6 +38,11 @@ def _alternatives(value: Any) -> str:
     return text.strip("|")
 
 
+def _phrases(value: Any) -> tuple[tuple[str, ...], ...]:
+    """`a b|c` (folded across lines) → (("a", "b"), ("c",)): phrases as lower-case words in a row."""
+    return tuple(tuple(p.lower().split()) for p in str(value or "").split("|") if p.strip())
+
+
 def _numbered(value: Any) -> Mapping[str, int]:
     """`{1: "jan january"}` → {"jan": 1, "january": 1}."""
     out: dict[str, int] = {}
@@ -98,6 +103,9 @@ class Lexicon:
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
     coordinate_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    order_phrases: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    language_fields: frozenset[str] = frozenset()
+    language_names: Mapping[str, frozenset[str]] = field(default_factory=dict)
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     negations: frozenset[str] = frozenset()
     denominators: frozenset[str] = frozenset()
@@ -220,6 +228,11 @@ def _load(path: Path, language: str) -> Lexicon:
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),
         coordinate_words=MappingProxyType({k: _words(v) for k, v in (data.get("coordinate_words") or {}).items()}),
+        order_phrases=MappingProxyType(
+            {k: _phrases(v) for k, v in (data.get("order_phrases") or {}).items()}
+        ),
+        language_fields=_words(data.get("language_fields")),
+        language_names=MappingProxyType({k: _words(v) for k, v in (data.get("language_names") or {}).items()}),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
         negations=_words(data.get("negations")),
         denominators=_words(data.get("denominators")),

@@ -35,6 +35,8 @@ class RequestWords:
             stem = self.lex.stem(wanted[0])  # word ("named" is no option `name`)
             if any(self.lex.stem(w) == stem for w in said if w not in self.lex.naming_words):
                 return True
+        if self.names_direction(option):
+            return True
         code = option.lower()
         return (
             option.isupper()
@@ -42,6 +44,27 @@ class RequestWords:
             and 2 < len(option) <= 4
             and any(w.startswith(code) and len(w) <= len(code) + 3 for w in self.words)
         )
+
+    def names_direction(self, option: str) -> bool:
+        """A sort-direction option (`desc`, `DESCENDING`: one word that is a direction of the lexicon's
+        `order_phrases` or a one-word phrase of it) is named by a phrase of that direction ("newest first"
+        → `desc`)."""
+        words = ordered_tokens(option)
+        if len(words) != 1:
+            return False
+        said = self.words
+        return any(
+            (words[0] == direction or (words[0],) in phrases)
+            and any(said[i : i + len(p)] == list(p) for p in phrases for i in range(len(said) - len(p) + 1))
+            for direction, phrases in self.lex.order_phrases.items()
+        )
+
+    def language_named(self) -> str | None:
+        """The ISO 639-1 code of the one language the request names (the lexicon's `language_names`), if
+        it names exactly one."""
+        said = set(self.words)
+        codes = [code for code, names in self.lex.language_names.items() if names & said]
+        return codes[0] if len(codes) == 1 else None
 
     def names_by_action(self, option: str, ignored: set[str]) -> bool:
         """A one-word option that is an agent noun is named by its action ("so she can edit it" → `writer`,

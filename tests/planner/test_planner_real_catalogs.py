@@ -96,6 +96,29 @@ def test_an_enum_option_is_named_by_its_words_stem_but_not_by_a_naming_word() ->
     assert not named["sortBy"].supported and not named["reason"].supported
 
 
+def test_a_sort_direction_is_named_by_the_phrases_that_say_it() -> None:
+    order = {"type": "string", "enum": ["asc", "desc"]}
+    sort = {"type": "string", "enum": ["ASCENDING", "DESCENDING"]}
+    messages = [rc.function("listMessages", "List the messages of a conversation", {"conversation": {"type": "string"},
+                            "order": order, "sort": sort}, ["conversation"])]  # fmt: skip
+    newest = options_of(messages, "listMessages", "Show the last 20 messages of conversation C-1, newest first.")
+    assert newest["order"].values == ("desc",) and newest["sort"].values == ("DESCENDING",)
+    oldest = options_of(messages, "listMessages", "把会话 C-1 的消息按最早的在前列出来")
+    assert oldest["order"].values == ("asc",)
+    plain = options_of(messages, "listMessages", "Show the messages of conversation C-1 with their descriptions")
+    assert not plain["order"].supported and not plain["sort"].supported  # "descriptions" is no "desc"
+
+
+def test_a_language_code_argument_takes_the_code_of_the_one_language_named() -> None:
+    text = {"type": "string"}
+    books = [rc.function("searchBooks", "Search books", {"q": text, "langRestrict": {"type": "string", "description":
+                         "Restrict results to books with this language code."}, "locale": text}, ["q"])]  # fmt: skip
+    assert options_of(books, "searchBooks", "Find books on quantum computing, English only")["langRestrict"].values == ("en",)
+    assert options_of(books, "searchBooks", "搜一下“三体”，只要中文的")["langRestrict"].values == ("zh",)
+    both = options_of(books, "searchBooks", "Find books on quantum computing in English or French")
+    assert not both["langRestrict"].supported and not both["locale"].supported  # two languages: which is unclear
+
+
 def test_a_flag_inside_an_object_and_a_chinese_negation_are_read() -> None:
     flag = {"type": "boolean"}
     link = [rc.function("createLink", "Create a payment link", {"amount": {"type": "number"}, "body": {
