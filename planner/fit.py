@@ -56,9 +56,17 @@ def _stem(word: str, lex: Lexicon) -> str:
 
 def _said(text: str, lex: Lexicon) -> set[str]:
     """The stems a text writes, and the stem of each pair of adjacent words written as one ("task list" →
-    `tasklist`, as in `tasks_tasklists_insert`)."""
+    `tasklist`, as in `tasks_tasklists_insert`), and the API noun each says through the lexicon's
+    `noun_synonyms` ("meeting" → `event`)."""
     words = [x for x in re.findall(r"[a-z]+", text.lower()) if x not in lex.stopwords]
-    return {_stem(x, lex) for x in words} | {_stem(a + b, lex) for a, b in zip(words, words[1:], strict=False)}
+    stems = {_stem(x, lex) for x in words} | {_stem(a + b, lex) for a, b in zip(words, words[1:], strict=False)}
+    nouns = _noun_synonyms(lex)
+    return stems | {nouns[x] for x in stems if x in nouns}
+
+
+def _noun_synonyms(lex: Lexicon) -> dict[str, str]:
+    """Stem of a word a request says → stem of the API noun it names (the lexicon's `noun_synonyms`)."""
+    return {_stem(word, lex): _stem(noun, lex) for noun, words in lex.noun_synonyms.items() for word in words}
 
 
 def _claims(name: str, tool: ToolDef) -> list[str]:

@@ -86,6 +86,7 @@ class Lexicon:
     mutating_verbs: frozenset[str] = frozenset()
     creating_verbs: frozenset[str] = frozenset()
     verb_synonyms: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    noun_synonyms: Mapping[str, frozenset[str]] = field(default_factory=dict)
     keyword_cues: frozenset[str] = frozenset()
     content_args: frozenset[str] = frozenset()
     content_verbs: frozenset[str] = frozenset()
@@ -105,6 +106,7 @@ class Lexicon:
     coordinate_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     order_phrases: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
     language_fields: frozenset[str] = frozenset()
+    range_words: frozenset[str] = frozenset()
     language_names: Mapping[str, frozenset[str]] = field(default_factory=dict)
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     negations: frozenset[str] = frozenset()
@@ -211,6 +213,7 @@ def _load(path: Path, language: str) -> Lexicon:
         mutating_verbs=_words(data.get("mutating_verbs")),
         creating_verbs=_words(data.get("creating_verbs")),
         verb_synonyms=MappingProxyType({k: _words(v) for k, v in (data.get("verb_synonyms") or {}).items()}),
+        noun_synonyms=MappingProxyType({k: _words(v) for k, v in (data.get("noun_synonyms") or {}).items()}),
         keyword_cues=_words(data.get("keyword_cues")),
         content_args=_words(data.get("content_args")),
         content_verbs=_words(data.get("content_verbs")),
@@ -232,6 +235,7 @@ def _load(path: Path, language: str) -> Lexicon:
             {k: _phrases(v) for k, v in (data.get("order_phrases") or {}).items()}
         ),
         language_fields=_words(data.get("language_fields")),
+        range_words=_words(data.get("range_words")),
         language_names=MappingProxyType({k: _words(v) for k, v in (data.get("language_names") or {}).items()}),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
         negations=_words(data.get("negations")),

@@ -18,6 +18,8 @@ from planner.lexicon import Lexicon, lexicon_for, weights
 from planner.value_shapes import ADDRESS_KINDS, shaped_as
 from planner.values import Candidate, RequestValues, ends_in_name, name_tokens, role_match
 
+_TIMED = frozenset({"date", "datetime", "time"})
+
 
 class Ties:
     """Ties of the request's values to the arguments of one tool at a time (`for_args` switches tools)."""
@@ -90,10 +92,15 @@ class Ties:
                 back += 1
             elif word not in self.lex.stopwords and word not in verbs:
                 back += 1
-        if roles and cue and role_match(cue[-1], tokens | around, self.lex):
+        # the role word right before the value; "for March 1 to March 8": the first of two dates joined by
+        # "to" has the role "from"
+        role = cue[-1] if cue and role_match(cue[-1], tokens | around, self.lex) else ""
+        if not role and roles and self._opens_range(c) and role_match("from", tokens | around, self.lex):
+            role = "from"
+        if roles and role:
             score += w["role"]
             holder = {t for t in name_tokens(parent.rpartition(".")[2]) if len(t) > 1} if parent else set()
-            if holder and holder <= self.lex.role_words.get(cue[-1], frozenset()):
+            if holder and holder <= self.lex.role_words.get(role, frozenset()):
                 score += w["exact"]  # the object is named by the role alone: `start` of `start.dateTime`
         if cue and tokens & self.lex.name_args and (cue[-1] in self.lex.naming_words or self._names_entity(c, cue)):
             score += w["role"]  # "called 'Digest'" → name; "the segment 'VIP'" → the segment's name
@@ -103,11 +110,25 @@ class Ties:
         tail = c.tail if c.kind not in ADDRESS_KINDS else ""  # "jo@x.dev view-only": no `…ForView` address
         tail = "" if tail in self.lex.naming_words else tail  # "the single send named 'X'": X is the name
         tail_named = bool(tail) and (self.lex.stem(tail) in heads & (stems | {tail}) or ends_in_name(tail, tokens))
-        if tail_named and tail not in self.lex.stopwords:
+        counted = text and c.is_number and tail.endswith("s")  # "200 events" counts events: no event type
+        if tail_named and tail not in self.lex.stopwords and not counted:
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         elif len(words) > 1 and c.start >= 0 and self._followed_by(c, words):
             score += w["tail"] + w["exact"]  # "50 per page": the argument's whole name `per_page` after it
         return score
+
+    def _opens_range(self, c: Candidate) -> bool:
+        """A date or time followed by a range word ("to", "until", "through"; a dash) and another one of
+        its kind: "March 1 to March 8", "10:00-11:00", "15:00到16:00"."""
+        if c.start < 0 or c.kind not in _TIMED:
+            return False
+        for v in self.values.candidates:
+            if v.written and v.kind in _TIMED and c.end < v.start <= c.end + 16:
+                between = self.values.text[c.end : v.start]
+                words = re.findall(r"[A-Za-z]+", lexicon_for(between).glossed(between).lower())
+                dash = re.fullmatch(r"\s*[-–—~]\s*", between) is not None
+                return dash or (len(words) == 1 and words[0] in self.lex.range_words)
+        return False
 
     def _followed_by(self, c: Candidate, words: list[str]) -> bool:
         after = re.findall(r"[A-Za-z]+", self.values.text[c.end : c.end + 16 * len(words)].lower())

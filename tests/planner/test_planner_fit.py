@@ -211,3 +211,21 @@ def test_an_identifier_named_only_by_its_description_gets_the_lookup_of_that_thi
     )
     found = producers(catalog.get("attachContactToACompany"), "body_id", catalog)
     assert [p.tool for p in found][:1] == ["retrieveCompany"]
+
+
+def test_a_request_noun_names_the_api_noun_it_is_a_synonym_of() -> None:
+    """"meeting" names `events` (the lexicon's `noun_synonyms`), "mark … as complete" an update: the tool
+    named for what the request says with other words is not charged for words it never writes."""
+    catalog = ToolCatalog.from_openai([
+        fn("calendar_events_patch", "Updates an event.", {"eventId": {"type": "string"}}, ["eventId"]),
+        fn("calendar_calendars_patch", "Updates a calendar.", {"calendarId": {"type": "string"}}, ["calendarId"]),
+    ])  # fmt: skip
+    request = "Change the location of my 'Budget sync' meeting to Room 4B."
+    fit = name_fit(request, whole(request), catalog)
+    assert fit[0, 0] > fit[0, 1]
+    tasks = ToolCatalog.from_openai([
+        fn("updateTask", "Update a task.", {"task_gid": {"type": "string"}}, ["task_gid"]),
+        fn("getTask", "Get a task.", {"task_gid": {"type": "string"}}, ["task_gid"]),
+    ])  # fmt: skip
+    done = "Mark 'Draft Q1 newsletter' as complete."
+    assert name_fit(done, whole(done), tasks)[0, 0] > name_fit(done, whole(done), tasks)[0, 1]

@@ -119,6 +119,18 @@ def test_a_language_code_argument_takes_the_code_of_the_one_language_named() -> 
     assert not both["langRestrict"].supported and not both["locale"].supported  # two languages: which is unclear
 
 
+def test_the_first_of_two_dates_joined_by_to_is_the_start_and_a_count_of_things_is_no_thing() -> None:
+    stamp = {"type": "number", "description": "Unix timestamp."}
+    logs = [rc.function("getActivityLogs", "Get activity logs", {"events": {"type": "string", "description":
+                        "Event type(s) to include."}, "start_time": stamp, "end_time": stamp, "limit": {"type": "number",
+                        "description": "Maximum number of events to return."}}, [])]  # fmt: skip
+    options = options_of(logs, "getActivityLogs", "Pull the activity log for March 1 to March 8, 2027, max 200 events.")
+    assert options["start_time"].values == (1803859200,) and options["end_time"].values == (1804464000,)
+    assert options["limit"].values == (200,) and not options["events"].supported  # 200 events: no event type "200"
+    chinese = options_of(logs, "getActivityLogs", "拉取 2027年3月1日到2027年3月8日的活动日志")
+    assert chinese["start_time"].values == (1803859200,) and chinese["end_time"].values == (1804464000,)
+
+
 def test_a_flag_inside_an_object_and_a_chinese_negation_are_read() -> None:
     flag = {"type": "boolean"}
     link = [rc.function("createLink", "Create a payment link", {"amount": {"type": "number"}, "body": {
