@@ -229,3 +229,9 @@ def test_a_request_noun_names_the_api_noun_it_is_a_synonym_of() -> None:
     ])  # fmt: skip
     done = "Mark 'Draft Q1 newsletter' as complete."
     assert name_fit(done, whole(done), tasks)[0, 0] > name_fit(done, whole(done), tasks)[0, 1]
+    places = ToolCatalog.from_openai([
+        fn("localitiesNearby", "Nearby points of interest.", {"location": {"type": "string"}}, ["location"]),
+        fn("localitiesDetails", "Details of a locality.", {"public_id": {"type": "string"}}, ["public_id"]),
+    ])  # fmt: skip
+    near = "Show me 5 cinemas near 48.8584,2.2945."
+    assert name_fit(near, whole(near), places)[0, 0] > name_fit(near, whole(near), places)[0, 1]
