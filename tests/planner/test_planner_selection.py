@@ -214,8 +214,8 @@ def test_tools_are_compared_with_the_requests_words_not_its_values(minilm: Cache
     def chosen(text: str, **config: Any) -> list[str]:
         return asyncio.run(ToolSelector(minilm, SelectionConfig(**config)).select(text, catalog, limit=8)).sequence
 
-    assert chosen("Show me 5 cinemas near 48.8584,2.2945.") == ["localitiesNearby"]
-    assert chosen("Show me 5 cinemas near 48.8584,2.2945.", embed_without=frozenset()) == []  # as written: no fit
+    assert chosen("Show me 5 cinemas close to 48.8584,2.2945.") == ["localitiesNearby"]  # ("near" would name `nearby` by the lexicon)
+    assert chosen("Show me 5 cinemas close to 48.8584,2.2945.", embed_without=frozenset()) == []  # as written: no fit
     assert without_values("48.8584,2.2945", 0, extract("48.8584,2.2945", date(2026, 11, 30)), kinds) == "48.8584,2.2945"
     spelled = "Unschedule the 'Black Friday teaser' single send tomorrow."  # words that are numbers and dates stay
     assert without_values(spelled, 0, extract(spelled, date(2026, 11, 30)), kinds) == "Unschedule the single send tomorrow."
