@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -60,12 +61,15 @@ def _said(text: str, lex: Lexicon) -> set[str]:
     `noun_synonyms` ("meeting" → `event`)."""
     words = [x for x in re.findall(r"[a-z]+", text.lower()) if x not in lex.stopwords]
     stems = {_stem(x, lex) for x in words} | {_stem(a + b, lex) for a, b in zip(words, words[1:], strict=False)}
-    nouns = _noun_synonyms(lex)
+    nouns = _noun_synonyms(lex.language)
     return stems | {nouns[x] for x in stems if x in nouns}
 
 
-def _noun_synonyms(lex: Lexicon) -> dict[str, str]:
-    """Stem of a word a request says → stem of the API noun it names (the lexicon's `noun_synonyms`)."""
+@lru_cache(maxsize=8)
+def _noun_synonyms(language: str) -> dict[str, str]:
+    """Stem of a word a request says → stem of the API noun it names (the lexicon's `noun_synonyms`), built
+    once per language: `_said` runs for every step of every request."""
+    lex = lexicon(language)
     return {_stem(word, lex): _stem(noun, lex) for noun, words in lex.noun_synonyms.items() for word in words}
 
 
