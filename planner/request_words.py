@@ -29,7 +29,7 @@ class RequestWords:
             return False
         said = [_singular(w) for w in self.words]
         wanted = [_singular(w) for w in words]
-        if any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
+        if _in_a_row(said, wanted):
             return True
         if len(wanted) == 1 and len(wanted[0]) > 3:  # one word by its stem ("returned" → RETURN), never a naming
             stem = self.lex.stem(wanted[0])  # word ("named" is no option `name`)
@@ -52,10 +52,8 @@ class RequestWords:
         words = ordered_tokens(option)
         if len(words) != 1:
             return False
-        said = self.words
         return any(
-            (words[0] == direction or (words[0],) in phrases)
-            and any(said[i : i + len(p)] == list(p) for p in phrases for i in range(len(said) - len(p) + 1))
+            (words[0] == direction or (words[0],) in phrases) and any(_in_a_row(self.words, list(p)) for p in phrases)
             for direction, phrases in self.lex.order_phrases.items()
         )
 
@@ -135,6 +133,11 @@ class RequestWords:
         first = min([p for p in verbs if min(positions) - 3 < p < min(positions)] + positions)
         before = set(self.words[max(0, first - 2) : first]) - set(words)
         return not bool(before & lex.negations)
+
+
+def _in_a_row(said: list[str], wanted: list[str]) -> bool:
+    """`wanted` occurs in `said` as consecutive words."""
+    return any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1))
 
 
 def _index(items: list[str], item: str) -> int | None:

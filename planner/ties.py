@@ -15,10 +15,8 @@ from collections.abc import Mapping
 from planner.argkinds import ArgKind, ordered_tokens
 from planner.flat_args import field_depth
 from planner.lexicon import Lexicon, lexicon_for, weights
-from planner.value_shapes import ADDRESS_KINDS, shaped_as
+from planner.value_shapes import ADDRESS_KINDS, TIMED_KINDS, shaped_as
 from planner.values import Candidate, RequestValues, ends_in_name, name_tokens, role_match
-
-_TIMED = frozenset({"date", "datetime", "time"})
 
 
 class Ties:
@@ -120,10 +118,10 @@ class Ties:
     def _opens_range(self, c: Candidate) -> bool:
         """A date or time followed by a range word ("to", "until", "through"; a dash) and another one of
         its kind: "March 1 to March 8", "10:00-11:00", "15:00到16:00"."""
-        if c.start < 0 or c.kind not in _TIMED:
+        if c.start < 0 or c.kind not in TIMED_KINDS:
             return False
         for v in self.values.candidates:
-            if v.written and v.kind in _TIMED and c.end < v.start <= c.end + 16:
+            if v.written and v.kind in TIMED_KINDS and c.end < v.start <= c.end + 16:
                 between = self.values.text[c.end : v.start]
                 words = re.findall(r"[A-Za-z]+", lexicon_for(between).glossed(between).lower())
                 dash = re.fullmatch(r"\s*[-–—~]\s*", between) is not None
@@ -200,7 +198,7 @@ class Ties:
         if kind is not None and kind.kind == "enum" and c.kind == "quoted":
             return False  # a quoted title is a value of its own ("课程“高一化学”" is no `courseState`)
         if arg in self.dated:
-            return c.kind in ("date", "datetime", "time") or c.is_number
+            return c.kind in TIMED_KINDS or c.is_number
         if arg in self.numeric:
             return c.is_number
         return True

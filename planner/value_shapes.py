@@ -16,6 +16,7 @@ from planner.values import FILENAME, Candidate, RequestValues
 ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
 TEXT_KINDS = ("quoted", "phrase", "code", "ngram", "email", "url", "phone", "expression", "filename")
 ADDRESS_KINDS = frozenset({"email", "phone", "url"})  # values that address something: a mailbox, a line, a page
+TIMED_KINDS = frozenset({"date", "datetime", "time"})  # candidates that are a date, a moment or a clock
 
 _SHAPES = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
@@ -28,7 +29,7 @@ def shape(c: Candidate) -> str:
     """What a value looks like whatever found it: a quoted '123-456-7890' is a phone number."""
     if c.kind in ("email", "url", "phone", "code", "filename"):  # (a file's name is a name: never an id)
         return c.kind
-    if c.iso and c.kind in ("date", "datetime", "time"):  # "2027-01-19" is a date, not a phone number or an id
+    if c.iso and c.kind in TIMED_KINDS:  # "2027-01-19" is a date, not a phone number or an id
         return c.kind
     if c.is_number:
         return "number"
