@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,16 +35,27 @@ class ArgOptions:
     unwritable: bool = False  # deprecated, or the service's own (read-only): never written, whatever is said
 
 
-def one_option_one_argument(out: dict[str, ArgOptions]) -> None:
+def one_option_one_argument(out: dict[str, ArgOptions], heard: Callable[[str], int]) -> None:
     """A word that names an option of two optional enums ("full details": `filter: full` and
-    `projection: FULL`) does not say which one it sets: neither is written."""
-    named: dict[str, list[str]] = {}
+    `projection: FULL`) does not say which one it sets: only the argument whose own name the request says
+    more of than the others' (`heard`: how many words of an argument's name the request uses: "hide it from
+    the label list" → `labelListVisibility: labelHide`, not also `messageListVisibility: hide`), else
+    neither. The word is the option's own words less those repeating its argument's name."""
+    named: dict[tuple[str, ...], list[str]] = {}
     for arg, options in out.items():
         if options.kind.kind == "enum" and not options.required and len(options.values) == 1:
-            named.setdefault(str(options.values[0]).lower(), []).append(arg)
+            own = set(ordered_tokens(arg.rpartition(".")[2]))
+            words = [w for w in ordered_tokens(str(options.values[0])) if w not in own]
+            named.setdefault(tuple(words or ordered_tokens(str(options.values[0]))), []).append(arg)
     for args in named.values():
-        for arg in args if len(args) > 1 else ():
-            out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
+        if len(args) < 2:
+            continue
+        counts = {arg: heard(arg) for arg in args}
+        best = max(counts.values())
+        kept = [arg for arg in args if counts[arg] == best]
+        for arg in args:
+            if len(kept) > 1 or arg not in kept:
+                out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
 
 
 def one_date_one_field(out: dict[str, ArgOptions], schemas: Mapping[str, Any], *, clock: bool) -> None:
@@ -59,9 +70,11 @@ def one_date_one_field(out: dict[str, ArgOptions], schemas: Mapping[str, Any], *
     def timed(arg: str) -> bool:
         schema = schemas.get(arg)
         schema = schema if isinstance(schema, Mapping) else {}
-        examples = [str(e) for e in schema.get("examples", ()) if isinstance(e, str)] if isinstance(
-            schema.get("examples"), list
-        ) else []
+        examples = (
+            [str(e) for e in schema.get("examples", ()) if isinstance(e, str)]
+            if isinstance(schema.get("examples"), list)
+            else []
+        )
         return (
             out[arg].kind.kind == "datetime"
             or any(_CLOCK_EXAMPLE.search(e) for e in examples)

@@ -81,7 +81,7 @@ class NodeEvidence:
 
     def node(self, tool: ToolDef) -> dict[str, ArgOptions]:
         out = {arg: self.argument(tool, arg) for arg in tool.arg_names()}
-        one_option_one_argument(out)
+        one_option_one_argument(out, self.said.heard)
         one_date_one_field(out, tool.properties, clock=any(c.kind in ("time", "datetime") for c in self._inside()))
         one_thing_one_id(out, {a: self._thing(a) for a, o in out.items() if o.kind.is_identifier})
         taken_by_required(out)
@@ -167,8 +167,11 @@ class NodeEvidence:
             )
         if kind.kind in ("number", "integer"):
             return self._number(arg, schema, kind, required, same)
-        if set(ordered_tokens(arg.rpartition(".")[2])) & self.lex.language_fields and kind.kind == "text":
-            code = self.said.language_named()  # "English only" → `langRestrict: en`
+        named_by = set(ordered_tokens(arg.rpartition(".")[2]))
+        if kind.kind == "text" and named_by & (self.lex.language_fields | self.lex.media_fields):
+            code = (  # "English only" → `langRestrict: en`, "as PDF" → `mimeType: application/pdf`
+                self.said.language_named() if named_by & self.lex.language_fields else self.said.media_type_named()
+            )
             if code is not None:
                 return ArgOptions(arg, required, kind, (code,), typed=True, closed=True)
         point = [c.value for c in self._inside() if c.kind == "coordinates"]
@@ -247,7 +250,7 @@ class NodeEvidence:
         self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]
     ) -> ArgOptions:
         options = list(schema.get("enum") or described_options(schema))
-        named = [o for o in options if isinstance(o, str) and self.said.names_option(o)]
+        named = self.said.longest([o for o in options if isinstance(o, str) and self.said.names_option(o, arg)])
         if not required:  # "Search Google Books": the word names the thing the tool acts on, not `printType: BOOKS`
             named = [o for o in named if not self._names_the_tool(o)]
         if not named:  # "so she can edit it" → `role: writer`

@@ -108,6 +108,8 @@ class Lexicon:
     language_fields: frozenset[str] = frozenset()
     range_words: frozenset[str] = frozenset()
     language_names: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    media_fields: frozenset[str] = frozenset()
+    media_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     negations: frozenset[str] = frozenset()
     denominators: frozenset[str] = frozenset()
@@ -231,12 +233,12 @@ def _load(path: Path, language: str) -> Lexicon:
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),
         coordinate_words=MappingProxyType({k: _words(v) for k, v in (data.get("coordinate_words") or {}).items()}),
-        order_phrases=MappingProxyType(
-            {k: _phrases(v) for k, v in (data.get("order_phrases") or {}).items()}
-        ),
+        order_phrases=MappingProxyType({k: _phrases(v) for k, v in (data.get("order_phrases") or {}).items()}),
         language_fields=_words(data.get("language_fields")),
         range_words=_words(data.get("range_words")),
         language_names=MappingProxyType({k: _words(v) for k, v in (data.get("language_names") or {}).items()}),
+        media_fields=_words(data.get("media_fields")),
+        media_types=MappingProxyType({k: _words(v) for k, v in (data.get("media_types") or {}).items()}),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
         negations=_words(data.get("negations")),
         denominators=_words(data.get("denominators")),

@@ -281,6 +281,11 @@ def _seed(
         if c.kind in kinds and c.value not in used and not _names_another(c, arg, tool, producer)
     ]
     names = [c for c in names if not names_tools(c) and str(c.value).lower() not in options]
+    codes = {str(c.value) for c in names if _id_code(c)}
+    if len(codes) == 1 and any(classify(a, producer.properties.get(a)).is_identifier for a in producer.required):
+        # the request's one identifier is the lookup's own ("the Q2 Hiring project (ws 1201987654321)": the
+        # typeahead's `workspace_gid`), not the name it looks up
+        names = [c for c in names if str(c.value) not in codes]
     inside = [c for c in names if span is None or c.start < 0 or span[0] <= c.start < span[1]]
     if cued_only:  # the argument has a keyword of its own ("primary"): only a value the request ties to it
         tokens = name_tokens(arg) | set(entity_words(arg, lex))

@@ -8,6 +8,7 @@ the evidence rules (planner/evidence.py) write such an argument only when the na
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from planner.argkinds import ordered_tokens
 from planner.lexicon import Lexicon, lexicon_for
@@ -21,8 +22,9 @@ class RequestWords:
         glossed = lexicon_for(text).glossed(text)  # a request in another language: its glossary's English words
         self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", glossed)]
 
-    def names_option(self, option: str) -> bool:
-        """The request's words name an enum option: its words in a row (plurals allowed), or an upper-case
+    def names_option(self, option: str, arg: str = "") -> bool:
+        """The request's words name an enum option: its words in a row (plurals allowed), without the words
+        it repeats from the argument's name ("hide it" → `labelListVisibility: labelHide`), or an upper-case
         code of up to four letters that starts a word ("EUR" ← "euros")."""
         words = ordered_tokens(option)
         if not words or all(w in self.lex.stopwords for w in words):  # "all" in "an all-day event" names nothing
@@ -30,6 +32,15 @@ class RequestWords:
         said = [_singular(w) for w in self.words]
         wanted = [_singular(w) for w in words]
         if _in_a_row(said, wanted):
+            return True
+        own = {_singular(w) for w in ordered_tokens(arg.rpartition(".")[2])}
+        rest = [w for w in wanted if w not in own]
+        if (
+            rest
+            and len(rest) < len(wanted)
+            and any(w not in self.lex.stopwords for w in rest)
+            and _in_a_row(said, rest)
+        ):
             return True
         if len(wanted) == 1 and len(wanted[0]) > 3:  # one word by its stem ("returned" → RETURN), never a naming
             stem = self.lex.stem(wanted[0])  # word ("named" is no option `name`)
@@ -44,6 +55,21 @@ class RequestWords:
             and 2 < len(option) <= 4
             and any(w.startswith(code) and len(w) <= len(code) + 3 for w in self.words)
         )
+
+    def heard(self, arg: str) -> int:
+        """How many distinct words of an argument's name (a field's own name) the request uses."""
+        said = {_singular(w) for w in self.words}
+        return len({_singular(w) for w in ordered_tokens(arg.rpartition(".")[2])} & said)
+
+    def longest(self, options: list[str]) -> list[str]:
+        """Named options less those whose words lie inside another named option's ("free ebooks" names
+        `free-ebooks`, not also `ebooks`)."""
+        spelled = {o: [_singular(w) for w in ordered_tokens(o)] for o in options}
+        return [
+            o
+            for o in options
+            if not any(len(spelled[p]) > len(spelled[o]) and _in_a_row(spelled[p], spelled[o]) for p in options)
+        ]
 
     def names_direction(self, option: str) -> bool:
         """A sort-direction option (`desc`, `DESCENDING`: one word that is a direction of the lexicon's
@@ -60,8 +86,17 @@ class RequestWords:
     def language_named(self) -> str | None:
         """The ISO 639-1 code of the one language the request names (the lexicon's `language_names`), if
         it names exactly one."""
+        return self.one_named(self.lex.language_names)
+
+    def media_type_named(self) -> str | None:
+        """The media type of the one file format the request names (the lexicon's `media_types`: "as PDF"
+        → application/pdf), if it names exactly one."""
+        return self.one_named(self.lex.media_types)
+
+    def one_named(self, table: Mapping[str, frozenset[str]]) -> str | None:
+        """The key of `table` whose words the request uses, when exactly one key's are used."""
         said = set(self.words)
-        codes = [code for code, names in self.lex.language_names.items() if names & said]
+        codes = [code for code, names in table.items() if names & said]
         return codes[0] if len(codes) == 1 else None
 
     def names_by_action(self, option: str, ignored: set[str]) -> bool:

@@ -333,11 +333,12 @@ def _opens_sentence(request: str, start: int, lex: Lexicon) -> bool:
 
 def _trim_phrase(phrase: str, lex: Lexicon, *, opening: bool = False) -> str:
     """The phrase without the capitalised words that do not start or end a name; one that opens a sentence
-    also without the small words its capital only looked like a name for ("In the Onboarding Revamp
-    project" → "Onboarding Revamp")."""
+    also without the small words and the verb its capital only looked like a name for ("In the Onboarding
+    Revamp project" → "Onboarding Revamp", "Move Dune by …" → "Dune")."""
     skip = lex.lead_skip | {m.capitalize() for m in lex.months}
+    verbs = lex.action_verbs | lex.lookup_verbs | lex.mutating_verbs
     words = [w.strip(".,;:!?") for w in phrase.split()]
-    while words and (words[0] in skip or (opening and len(words) > 1 and words[0].lower() in lex.stopwords)):
+    while words and (words[0] in skip or (opening and len(words) > 1 and (words[0].lower() in lex.stopwords | verbs))):
         words = words[1:]
     while words and (words[-1] in skip or words[-1].lower() in lex.stopwords):
         words = words[:-1]

@@ -192,19 +192,16 @@ def test_a_lookup_is_seeded_by_the_name_the_request_gives_the_thing_not_by_value
         return {**TEXT, "description": f"Globally unique identifier for the {thing}."}
 
     found = listing("data", "gid", "name")
+    typeahead = rc.function(
+        "typeaheadForWorkspace",
+        "Get objects via a typeahead search",
+        {"workspace_gid": gid("workspace"), "resource_type": {**TEXT, "enum": ["project", "task"]}, "query": TEXT},
+        ["workspace_gid", "resource_type"],
+        found,
+    )
     catalog = ToolCatalog.from_openai(
         [
-            rc.function(
-                "typeaheadForWorkspace",
-                "Get objects via a typeahead search",
-                {
-                    "workspace_gid": gid("workspace"),
-                    "resource_type": {**TEXT, "enum": ["project", "task"]},
-                    "query": TEXT,
-                },
-                ["workspace_gid", "resource_type"],
-                found,
-            ),  # fmt: skip
+            typeahead,
             rc.function(
                 "createSectionForProject",
                 "Create a section in a project",
@@ -220,6 +217,17 @@ def test_a_lookup_is_seeded_by_the_name_the_request_gives_the_thing_not_by_value
     )
     assert sequence == ["typeaheadForWorkspace", "createSectionForProject"]
     assert [lk.seed for lk in lookups] == ["Website Relaunch"]
+    # nothing calls the code the workspace's here ("ws"): the request's one identifier is still the lookup's
+    # own required one, never the name it looks up
+    tasks = rc.function("getTasksForProject", "Get the tasks of a project", {"project_gid": gid("project")},
+                        ["project_gid"])  # fmt: skip
+    catalog = ToolCatalog.from_openai([typeahead, tasks])
+    request = "What's in the Q2 Hiring project right now? (ws 1201987654321)"
+    sequence, lookups, _, _ = with_prerequisites(
+        ["getTasksForProject"], [None], catalog, catalog, SelectionConfig(), extract(request, TODAY)
+    )
+    assert sequence == ["typeaheadForWorkspace", "getTasksForProject"]
+    assert [lk.seed for lk in lookups] == ["Q2 Hiring"]
 
 
 def test_a_sid_that_uniquely_identifies_the_resource_is_an_identifier_the_tools_thing_names() -> None:

@@ -37,7 +37,8 @@ def _embedder(minilm: CachedEmbedder) -> None:
 
 
 def service(llm: FakePlannerLLM, **overrides: Any) -> PlannerService:
-    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, **overrides)
+    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, skeleton_repeat_score=None,
+                           **overrides)  # fmt: skip
     return PlannerService.from_config(config, llm=llm, catalog=ToolCatalog.from_openai(rc.CRM), embedder=EMBEDDER[0])
 
 
@@ -119,6 +120,16 @@ def test_a_language_code_argument_takes_the_code_of_the_one_language_named() -> 
     assert not both["langRestrict"].supported and not both["locale"].supported  # two languages: which is unclear
 
 
+def test_a_media_type_argument_takes_the_type_of_the_one_file_format_named() -> None:
+    mime = {"type": "string", "description": "The MIME type of the format requested for this export."}
+    export = [rc.function("files_export", "Export a document", {"fileId": {"type": "string"}, "mimeType": mime},
+              ["fileId", "mimeType"])]  # fmt: skip
+    assert options_of(export, "files_export", "Export file F-17 as PDF")["mimeType"].values == ("application/pdf",)
+    assert options_of(export, "files_export", "把文件 F-17 导出成 png")["mimeType"].values == ("image/png",)
+    unclear = options_of(export, "files_export", "Export file F-17 as PDF or CSV")["mimeType"]
+    assert "application/pdf" not in unclear.values and "text/csv" not in unclear.values  # two formats: unclear
+
+
 def test_the_first_of_two_dates_joined_by_to_is_the_start_and_a_count_of_things_is_no_thing() -> None:
     stamp = {"type": "number", "description": "Unix timestamp."}
     logs = [rc.function("getActivityLogs", "Get activity logs", {"events": {"type": "string", "description":
@@ -192,6 +203,22 @@ def test_an_enum_word_that_names_the_tool_or_two_options_sets_no_option() -> Non
     assert not options["filter"].values and not options["projection"].values  # "full" names options of both
     magazines = options_of(tools, "books_volumes_list", "Search magazines about 'sailing'")
     assert magazines["printType"].values == ("MAGAZINES",)
+
+
+def test_the_longest_option_named_wins_and_an_option_need_not_repeat_its_arguments_name() -> None:
+    filters = {"type": "string", "enum": ["ebooks", "free-ebooks", "paid-ebooks", "full"]}
+    books = [rc.function("volumes_list", "Search for volumes", {"q": {"type": "string"}, "filter": filters}, ["q"])]
+    assert options_of(books, "volumes_list", "Find free ebooks of 'Emma'")["filter"].values == ("free-ebooks",)
+    assert options_of(books, "volumes_list", "Find ebooks of 'Emma'")["filter"].values == ("ebooks",)
+    shown = {"type": "string", "enum": ["labelShow", "labelShowIfUnread", "labelHide"]}
+    listed = {"type": "string", "enum": ["show", "hide"]}
+    labels = [rc.function("labels_create", "Create a label", {"name": {"type": "string"}, "labelListVisibility": shown,
+              "messageListVisibility": listed}, ["name"])]  # fmt: skip
+    hidden = options_of(labels, "labels_create", "Create a label called 'Receipts' and hide it from the label list")
+    # "hide" names an option of both; the request says the first one's name ("label list"), so it is that one's
+    assert hidden["labelListVisibility"].values == ("labelHide",) and not hidden["messageListVisibility"].supported
+    plain = options_of(labels, "labels_create", "Create 'Receipts' and hide it")  # no name said: which is unclear
+    assert not plain["labelListVisibility"].supported and not plain["messageListVisibility"].supported
 
 
 def test_a_value_a_required_argument_takes_is_not_also_an_optional_ones() -> None:
