@@ -139,7 +139,9 @@ async def model_without_skeleton(
 ) -> dict[str, dict[str, float]]:
     """Per item: the planner's plan with skeletons off and the rest of the pool as examples (model path).
     Items already in `cache` (a JSON file, written after every item) are not planned again."""
-    off = config.model_copy(update={"skeleton_min_score": None, "skeleton_agree_score": None})
+    off = config.model_copy(
+        update={"skeleton_min_score": None, "skeleton_agree_score": None, "skeleton_repeat_score": None}
+    )
     source = LeaveOneOut(planner_eval.pool_demos(cases), embedder)
     done: dict[str, dict[str, float]] = json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
     for i, case in enumerate(cases, 1):

@@ -254,6 +254,18 @@ class PlannerConfig(BaseModel):
         "high: such a structure is copied on similarity alone, even when it does not agree with the expected "
         "tools. None disables.",
     )
+    skeleton_repeat_score: float | None = Field(
+        default=0.97,
+        ge=-1,
+        le=1,
+        description="With `value_transfer`: reuse the structure of a demonstration whose request, its values "
+        "masked (planner/transfer.py), is this close to the request's (MiniLM cosine of the templates), "
+        "whatever is expected: the same request with other values ('flights from A to B', then 'from C to "
+        "D'), where the quoted values alone can make the requests as written look far apart. Chosen on the "
+        "realistic set's dev half: the nearest two of its requests over one catalog whose gold tools differ "
+        "have templates at 0.895, 'Refund <number> of payment <number>' and 'Capture <number> on payment "
+        "<number>' 0.94; 93 of its 95 retellings (benchmarks/retell.py) are at 1.0. None disables.",
+    )
     max_tokens_cap: int = Field(
         default=512, ge=8, le=4096, description="Upper bound on the max_tokens derived from a schema's worst case."
     )

@@ -366,8 +366,9 @@ class PlannerService:
         found.sort(key=lambda d: -d.score)
         own = usable(found, catalog)
         written = own  # scored on the requests as written
+        repeats: list[Demonstration] = []  # the same request with other values (templates alike)
         if self.config.stages.value_transfer and own:  # same shape, other values: compare the templates too
-            own = await self._by_template(request, own)
+            own, repeats = await self._by_template(request, own)
         expected: set[str] = set()
         for pack in packs:
             expected |= pack.expected_tools(request, catalog, self.config.effective_today())
@@ -381,23 +382,28 @@ class PlannerService:
             skeleton = skeleton or choose_skeleton(
                 written, set(), min_score=self.config.skeleton_min_score, agree_score=None
             )
+            skeleton = skeleton or (repeats[0] if repeats else None)
         demos = (found if self.config.demonstrations_foreign else own)[:k]
         if skeleton is not None:
             demos = [skeleton, *(d for d in demos if d is not skeleton)][:k]
         demos.reverse()  # the nearest example (the skeleton, when there is one) right before the request
         return demos, skeleton, learn_references(nearest, catalog)
 
-    async def _by_template(self, request: str, demos: list[Demonstration]) -> list[Demonstration]:
+    async def _by_template(
+        self, request: str, demos: list[Demonstration]
+    ) -> tuple[list[Demonstration], list[Demonstration]]:
         """`demos` scored by the better of their cosine and their template's cosine with the request's
-        (planner/transfer.py: values masked), nearest first."""
+        (planner/transfer.py: values masked), nearest first; and those whose template is a near-repeat of
+        the request's (at least `skeleton_repeat_score`), nearest first."""
         today = self.config.effective_today()
         texts = [template(extract(request, today)), *(template(extract(d.request, today)) for d in demos)]
         vectors = await self.embedder.aembed(texts)
-        scores = vectors[1:] @ vectors[0]
-        rescored = [
-            replace(d, score=round(max(d.score, float(score)), 4)) for d, score in zip(demos, scores, strict=True)
-        ]
-        return sorted(rescored, key=lambda d: -d.score)
+        scores = [float(s) for s in vectors[1:] @ vectors[0]]
+        rescored = [replace(d, score=round(max(d.score, s), 4)) for d, s in zip(demos, scores, strict=True)]
+        bound = self.config.skeleton_repeat_score
+        repeats = [(s, d) for d, s in zip(rescored, scores, strict=True) if bound is not None and s >= bound]
+        repeats.sort(key=lambda pair: -pair[0])
+        return sorted(rescored, key=lambda d: -d.score), [d for _, d in repeats]
 
 
 __all__ = [

@@ -149,7 +149,9 @@ def test_an_amount_object_takes_the_code_and_the_number_in_its_declared_unit() -
 
 def test_a_body_argument_is_offered_field_by_field_and_the_plan_validates_nested() -> None:
     llm = FakePlannerLLM('{"body.amount.currency": "EUR", "body.amount.value": 15000, "body.reference": "ORD-7"}')
-    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, max_retries=0)
+    config = PlannerConfig(
+        today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, skeleton_repeat_score=None, max_retries=0
+    )
     catalog = ToolCatalog.from_openai([LINK])
     svc = PlannerService.from_config(config, llm=llm, catalog=catalog, embedder=EMBEDDER[0])
     result = asyncio.run(svc.plan("Create a payment link for 150 EUR for order ORD-7", tenant="t", cache_salt="s"))
@@ -184,7 +186,7 @@ def test_the_generic_fallback_returns_the_plan_nested_and_writes_no_optional_def
     link = function("createPaymentLink", "Create a payment link.", {
         "body": {**LINK["function"]["parameters"]["properties"]["body"], "properties": {
             **LINK["function"]["parameters"]["properties"]["body"]["properties"], **flags}}}, ["body"])  # fmt: skip
-    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, max_retries=0,
+    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, skeleton_repeat_score=None, max_retries=0,
                            tool_choice="model")  # the model's tool call is unreadable: the fallback plans  # fmt: skip
     svc = PlannerService.from_config(config, llm=FakePlannerLLM("{"), catalog=ToolCatalog.from_openai([link]),
                                      embedder=EMBEDDER[0])  # fmt: skip

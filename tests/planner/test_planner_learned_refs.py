@@ -94,7 +94,7 @@ def test_a_references_only_argument_gets_an_enum_of_the_given_nodes_outputs() ->
 def test_only_the_tenant_whose_history_it_is_gets_the_learned_grammar(minilm: Any) -> None:
     history = WordOverlapDemonstrations([demo(SENT_CODE, "make a code of length 8 and text it to 555-0000", "alice")])
     config = PlannerConfig(today=date(2026, 12, 1), tool_choice="model", skeleton_agree_score=None,
-                           skeleton_min_score=None)  # fmt: skip
+                           skeleton_min_score=None, skeleton_repeat_score=None)  # fmt: skip
     request = "Make a code of length 6 and text it to 555-1234"
 
     def message_grammar(tenant: str) -> Any:

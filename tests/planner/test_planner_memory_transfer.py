@@ -65,3 +65,42 @@ def test_an_optional_constant_transfers_only_to_a_request_that_asks_for_nothing_
     offered = other.attempts[0].grammars[-1]["properties"]
     assert offered["dueDays"] == {"enum": [30]}  # this request asks for a due date: its own evidence decides
     assert "sendEmail" not in offered  # so the demonstration's other choices are not written for it
+
+
+def test_the_same_request_with_other_values_reuses_the_structure_however_far_its_words_are(
+    minilm: CachedEmbedder,
+) -> None:
+    taught = Demonstration(
+        "Invoice 'Globex Holdings' 500 euros with the note 'Retainer for the spring audit work'",
+        {
+            "nodes": [
+                {"id": "n1", "tool": "searchCustomers", "args": {"query": "Globex Holdings"}},
+                {
+                    "id": "n2",
+                    "tool": "createInvoice",
+                    "args": {"customerId": "$n1.customers.0.customerId", "amount": 500, "currency": "EUR",
+                             "notes": "Retainer for the spring audit work"},
+                },
+            ]
+        },
+        0,
+        "acme",
+    )  # fmt: skip
+    request = "Invoice 'Initech' 700 euros with the note 'Two new printers, delivered Monday'"
+    answers = ('{"query": "Initech"}', '{"customerId": "$n1.customers.0.customerId", "amount": 700}')
+
+    def tools_from(**config: Any) -> str:
+        svc = PlannerService.from_config(
+            PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, **config),
+            llm=FakePlannerLLM(*answers),
+            catalog=ToolCatalog.from_openai(rc.CRM),
+            demos=EmbeddingDemonstrations([taught], minilm),
+            embedder=minilm,
+        )
+        result = asyncio.run(svc.plan(request, tenant="acme", cache_salt="s", tools=rc.CRM))
+        return result.attempts[0].tools_from
+
+    words = minilm.embed([request, taught.request])
+    assert float(words[0] @ words[1]) < 0.85  # as written, the quoted values make them look far apart
+    assert tools_from() == "skeleton"  # values masked, they are the same request: its structure is reused
+    assert tools_from(skeleton_repeat_score=None) != "skeleton"

@@ -133,7 +133,7 @@ def options_of(tools: list[dict[str, Any]], tool: str, request: str) -> Any:
 
 
 def plan(llm: FakePlannerLLM, request: str, tools: list[dict[str, Any]]) -> Any:
-    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None)
+    config = PlannerConfig(today=TODAY, skeleton_agree_score=None, skeleton_min_score=None, skeleton_repeat_score=None)
     svc = PlannerService.from_config(config, llm=llm, catalog=ToolCatalog.from_openai(tools), embedder=EMBEDDER[0])
     return asyncio.run(svc.plan(request, tenant="acme", cache_salt="salt", tools=tools))
 
@@ -243,7 +243,6 @@ def test_the_clocks_a_role_ties_make_the_two_ends_of_a_span() -> None:
     assert busy == {"timeMin": ("2027-02-10T09:00:00Z",), "timeMax": ("2027-02-10T12:00:00Z",)}
 
 
-
 def test_a_stated_offset_is_the_zone_of_the_span_whatever_the_language_and_never_a_clock_of_its_own() -> None:
     # Chinese: the clocks follow 日 and precede 到 with no word boundary between; the offset's "08:00" is no clock
     zh = flat_options(AGENDA, "events_add", "在我的日历上添加“产品评审会”，时间是2027年4月8日15:00到16:00（UTC+08:00）。")  # fmt: skip
@@ -254,6 +253,7 @@ def test_a_stated_offset_is_the_zone_of_the_span_whatever_the_language_and_never
     # an offset right after a clock, bracketed, is the zone too
     end = flat_options(AGENDA, "events_add", "Add 'Launch' on December 24, 2027 from 22:00 to 23:59 (+01:00).")
     assert end["body.end.dateTime"] == ("2027-12-24T23:59:00+01:00",)
+
 
 # which identifier the request gives, and which lookup can be called --------------------------------------
 CARDS = [

@@ -32,7 +32,12 @@ def _embedder(minilm: CachedEmbedder) -> None:
 
 
 def service(llm: FakePlannerLLM, **overrides: Any) -> PlannerService:
-    settings: dict[str, Any] = {"skeleton_agree_score": None, "skeleton_min_score": None, **overrides}
+    settings: dict[str, Any] = {
+        "skeleton_agree_score": None,
+        "skeleton_min_score": None,
+        "skeleton_repeat_score": None,
+        **overrides,
+    }
     config = PlannerConfig(today=date(2026, 11, 30), **settings)
     return PlannerService.from_config(config, llm=llm, catalog=demo_catalog(), embedder=EMBEDDER[0])
 
