@@ -48,11 +48,14 @@ def detect_model(url: str, api_key: str | None) -> str | None:
     return ids[0] if ids else None
 
 
-DATASETS = "travel, nestful-sgd, nestful-glaive, apis-dev, apis-scored or a .jsonl path"
+DATASETS = (
+    "travel, nestful-sgd, nestful-glaive, apis-dev, apis-scored, apis-dev-retold, apis-scored-retold or a .jsonl path"
+)
 
 
 def load_dataset(spec: str, default_limit: int | None) -> Dataset:
-    """`travel[:N]`, `nestful-sgd[:N]`, `nestful-glaive[:N]`, `apis-dev[:N]`, `apis-scored[:N]` or `PATH.jsonl[:N]`."""
+    """`travel[:N]`, `nestful-sgd[:N]`, `nestful-glaive[:N]`, `apis-dev[:N]`, `apis-scored[:N]`, their retellings
+    `apis-dev-retold[:N]`, `apis-scored-retold[:N]` (benchmarks/retell.py) or `PATH.jsonl[:N]`."""
     from benchmarks.apis import DocumentsMissing
 
     name, _, limit_text = spec.rpartition(":") if spec.rsplit(":", 1)[-1].isdigit() else (spec, "", "")
@@ -61,9 +64,10 @@ def load_dataset(spec: str, default_limit: int | None) -> Dataset:
         return load_jsonl(TRAVEL, limit, name="travel_meeting")
     if name.startswith("nestful-"):
         return load_nestful(name.removeprefix("nestful-"), limit)
-    if name in ("apis-dev", "apis-scored"):
+    if name in ("apis-dev", "apis-scored", "apis-dev-retold", "apis-scored-retold"):
         try:
-            return load_apis(name.removeprefix("apis-"), limit)
+            split, _, retold = name.removeprefix("apis-").partition("-")
+            return load_apis(split, limit, retold=bool(retold))
         except DocumentsMissing as exc:
             raise typer.BadParameter(str(exc)) from exc
     path = Path(name)

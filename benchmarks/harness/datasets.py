@@ -18,7 +18,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from benchmarks import apis, nestful
+from benchmarks import apis, nestful, retell
 from contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,16 +120,19 @@ def load_nestful(split: str, limit: int | None = None, root: Path = nestful.DEFA
     )
 
 
-def load_apis(split: str, limit: int | None = None, data: Path = apis.DATA) -> Dataset:
+def load_apis(split: str, limit: int | None = None, data: Path = apis.DATA, *, retold: bool = False) -> Dataset:
     """A half of the realistic set (`dev`, `scored`): each case over its own 6 candidate tools (the API's
     documents imported by serving.toolsets); the scored half's examples and nearest copies come from dev
-    (never from its own requests), the dev half's leave-one-out. Raises apis.DocumentsMissing."""
+    (never from its own requests), the dev half's leave-one-out. `retold`: that half's retellings instead
+    (benchmarks/retell.py: the same requests with other values, for the online stream).
+    Raises apis.DocumentsMissing."""
     tools = apis.api_tools(data)
-    every = [_api_case(c, tools) for c in apis.load_cases(split, data)]
+    cases = apis.load_cases(split, data)
+    every = [_api_case(c, tools) for c in (retell.retold(cases) if retold else cases)]
     dev = [(c.request, c.plan) for c in apis.load_cases("dev", data)] if split == "scored" else None
     files = [data / "requests.jsonl", data / "sources.json", *apis.document_paths(data).values()]
     return Dataset(
-        name=f"apis-{split}",
+        name=f"apis-{split}" + ("-retold" if retold else ""),
         cases=every[:limit] if limit else every,
         tools=None,
         executable=False,
