@@ -21,11 +21,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from planner.argkinds import classify, identifier_like, names_kind, ordered_tokens
+from planner.argkinds import classify, identifier_like, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.flat_args import id_items_view
 from planner.lexicon import lexicon
+from planner.lookup_seeds import id_code, lookup_seed
 from planner.lookups import (
     Producer,
     described_entity,
@@ -36,11 +37,9 @@ from planner.lookups import (
     producers,
     queryable,
 )
-from planner.query_filters import filter_object
 from planner.slot_candidates import fits_string
 from planner.steps import Step, tool_verb
-from planner.value_shapes import ADDRESS_KINDS, shaped_as
-from planner.values import Candidate, RequestValues, ends_in_name, name_tokens, rank, role_match
+from planner.values import Candidate, RequestValues, ends_in_name, name_tokens, role_match
 
 _ID_KINDS = ("code", "quoted", "email", "url", "phone")
 
@@ -137,7 +136,7 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
 
         fitting = [c for c in inside if fits_string(str(c.value) if c.is_number else c.value, schema or {})]
         return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
-            (_id_code(c) or c.kind in addresses)
+            (id_code(c) or c.kind in addresses)
             and not claimed(c)
             and not elsewhere(c)
             or (c.kind == "number" and _in_digits(c, values) and named(c))
@@ -151,11 +150,6 @@ def _in_digits(c: Candidate, values: RequestValues) -> bool:
     """The number is written in digits: an id is ("customer 4711"); a number word is a count or a kind
     ("the single send named 'Spring Sale'" gives no id 1)."""
     return c.start < 0 or any(ch.isdigit() for ch in values.text[c.start : c.end])
-
-
-def _id_code(c: Candidate) -> bool:
-    """A code that may identify a thing: at least two digits ("CUS-4711", "cust-8841"; not "alpha-3", "utf-8")."""
-    return c.kind == "code" and sum(ch.isdigit() for ch in str(c.value)) >= 2
 
 
 def _short_code(c: Candidate) -> bool:
@@ -231,98 +225,6 @@ def _names_a_code(tool: ToolDef, arg: str) -> bool:
     return bool(words & {lex.stem(w) for w in lex.identifier_words | lex.code_words})
 
 
-def _finds_by(producer: ToolDef, kind: str) -> bool:
-    """The lookup can find a thing by a value of this kind (an e-mail address): an argument of that kind,
-    a filter object (`{"field": "email", "value": ...}`: planner/query_filters.py), or its text names the
-    kind. A drive's file search by a text query cannot: "Share the 'Q3 Budget' spreadsheet with
-    maria@example.com" looks the file up by its name, and the address is the call's own value."""
-    for name, schema in producer.properties.items():
-        if classify(name, schema).kind == kind or filter_object(schema) is not None:
-            return True
-    texts = [
-        producer.description,
-        *(str(s.get("description", "")) for s in producer.properties.values() if isinstance(s, dict)),
-    ]
-    return names_kind(" ".join(texts), kind)
-
-
-def _seed(
-    tool: ToolDef,
-    arg: str,
-    values: RequestValues | None,
-    span: tuple[int, int] | None,
-    used: set[str],
-    producer: ToolDef,
-    *,
-    cued_only: bool = False,
-) -> str | None:
-    """The name the request gives for `arg`: a phrase, quoted text or words after its role or name,
-    never words that only name the tools themselves ("Weather forecast for Lisbon" → "Lisbon")."""
-    if values is None:
-        return None
-    lex = lexicon("en")
-    about = " ".join((tool.name, tool.description, producer.name, producer.description))
-    tool_words = {lex.stem(w) for w in re.findall(r"[A-Za-z]+", about) for w in ordered_tokens(w)}
-
-    def names_tools(c: Candidate) -> bool:
-        words = re.findall(r"[A-Za-z]+", str(c.value))
-        return bool(words) and all(lex.stem(w) in tool_words or w.lower() in lex.stopwords for w in words)
-
-    options = {  # values the tool's enums take ("USD") are not names
-        str(o).lower()
-        for schema in tool.properties.values()
-        if isinstance(schema, dict)
-        for o in schema.get("enum", [])
-    }
-    kinds = ("phrase", "quoted", "filename", "ngram", "email", "phone", "url", "code")  # a name, or what identifies it
-    names = [
-        c
-        for c in values.strings()
-        if c.kind in kinds and c.value not in used and not _names_another(c, arg, tool, producer)
-    ]
-    names = [c for c in names if not names_tools(c) and str(c.value).lower() not in options]
-    codes = {str(c.value) for c in names if _id_code(c)}
-    if len(codes) == 1 and any(classify(a, producer.properties.get(a)).is_identifier for a in producer.required):
-        # the request's one identifier is the lookup's own ("the Q2 Hiring project (ws 1201987654321)": the
-        # typeahead's `workspace_gid`), not the name it looks up
-        names = [c for c in names if str(c.value) not in codes]
-    inside = [c for c in names if span is None or c.start < 0 or span[0] <= c.start < span[1]]
-    if cued_only:  # the argument has a keyword of its own ("primary"): only a value the request ties to it
-        tokens = name_tokens(arg) | set(entity_words(arg, lex))
-        inside = [c for c in inside if tokens & ({c.tail} | set(c.cue.split()[-2:]))]
-        names = []
-    # an address or a code identifies the thing better than quoted text, which is more often the new value
-    # ("the contact with e-mail x@y.cn: rename it to '王丽'")
-    shaped = [c for c in inside if (c.kind in ADDRESS_KINDS and _finds_by(producer, c.kind)) or _id_code(c)]
-    shaped = shaped or [c for c in inside if c.kind in ("quoted", "filename")]
-    description = str((tool.properties.get(arg) or {}).get("description", ""))
-    ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
-    return str(ranked[0].value) if ranked else None
-
-
-def _names_another(c: Candidate, arg: str, tool: ToolDef, producer: ToolDef) -> bool:
-    """The request says the value is something else: the words before it name another argument of either
-    tool ("in workspace 1201987654321" for a project's lookup), or call it the name of another thing ("a
-    section called 'QA'", when a project is looked up) — unless the word right after it names the thing
-    looked up ("复制名为“春季促销”的单次发送": the single send's name, though 复制 glosses as "copy")."""
-    lex = lexicon("en")
-    own = (name_tokens(arg) | set(entity_words(arg, lex))) - lex.identifier_words
-    own = own or {w for t in (tool, producer) for w in ordered_tokens(t.name)}  # a bare `id`: the tools' thing
-    if c.tail and lex.stem(c.tail) in {lex.stem(w) for w in own}:  # "名为“春季促销”的单次发送": the thing it names
-        return False
-    cue = [w for w in c.cue.split() if w not in lex.stopwords]
-    if len(cue) >= 2 and cue[-1] in lex.naming_words:
-        return lex.stem(cue[-2]) not in {lex.stem(w) for w in own}
-    before = set(c.cue.split()[-1:])  # the word right before it ("calendar event 'X'": the event's name)
-    for t in (tool, producer):
-        for other in t.required:
-            kind = classify(other, t.properties.get(other))
-            named = other != arg and before & (name_tokens(other) - lex.identifier_words)
-            if named and (not kind.is_identifier or shaped_as(c, kind)):  # ("日历里“周会”": a name is no id)
-                return True
-    return False
-
-
 def with_prerequisites(
     sequence: Sequence[str],
     spans: Sequence[tuple[int, int] | None],
@@ -372,7 +274,7 @@ def with_prerequisites(
                 continue
             keywords = description_keywords(tool.properties.get(arg), arg)
             taken = used.setdefault((producer.tool, producer.path), set())
-            seed = named_ids.get(arg) or _seed(
+            seed = named_ids.get(arg) or lookup_seed(
                 tool, arg, values, span, taken, catalog.get(producer.tool), cued_only=bool(keywords)
             )
             identifier = classify(arg, tool.properties.get(arg)).is_identifier
