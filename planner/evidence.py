@@ -65,8 +65,10 @@ class NodeEvidence:
         links: Mapping[str, tuple[str, ...]] | None = None,
         *,
         defaults: bool = False,
+        ambient: frozenset[str] = frozenset(),
     ) -> None:
         self.defaults = defaults  # an optional argument without evidence takes its schema default
+        self.ambient = ambient  # the catalog's parameters about the call (planner/ambient.py): never written
         self.values = values
         self.span = span
         self.upstream = upstream
@@ -148,7 +150,8 @@ class NodeEvidence:
             if schema.get("type") == "array":  # a list of identifiers takes the one its lookup found
                 return ArgOptions(arg, required, kind, tuple([r] for r in self.links[arg]), typed=True, closed=True)
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
-        if not required and unwritable(schema, arg):  # a deprecated one's replacement is the one to write
+        if not required and (unwritable(schema, arg) or arg in self.ambient):  # (a deprecated one's replacement
+            # is the one to write; a parameter every tool takes alike is about the call, not the action)
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)
         # (an optional argument takes no same-named output: a filler more often than not; only the id of the
         # thing an earlier node created or found, when the argument names that thing: `segment_id`)

@@ -54,6 +54,7 @@ class PreparedRequest:
     references: References  # how the retrieved demonstrations filled each (tool, argument)
     carried: list[dict[str, Any]] = field(default_factory=list)  # per skeleton node: argument → refilled value
     given: ToolCatalog | None = None  # the catalog as the client sent it (`catalog`: its flat views)
+    ambient: frozenset[str] = frozenset()  # parameters about the call, never written (planner/ambient.py)
 
     def given_tools(self, names: Sequence[str]) -> ToolCatalog:
         """`names` as the client declared them (object arguments whole), for the prompt's tool lines."""
@@ -146,7 +147,9 @@ class NodeTurns:
         optional argument the demonstration did not write; which optional arguments are written, this
         request's evidence decides, as without a skeleton."""
         links = self._links(index, tools)
-        evidence = NodeEvidence(self.req.values, span, upstream, links, defaults=self.config.stages.defaults)
+        evidence = NodeEvidence(
+            self.req.values, span, upstream, links, defaults=self.config.stages.defaults, ambient=self.req.ambient
+        )
         options = evidence.node(tool)
         for arg, values in self._preferred(index, tool, tools).items():  # a pack's dates (a check-out it
             current = options.get(arg)  # computed from the nights) join a required date argument's own

@@ -18,6 +18,7 @@ from typing import Any
 
 from contract.demonstrations import Demonstration, DemonstrationSource
 from contract.plan import Plan
+from planner.ambient import ambient_parameters
 from planner.answers import attempt_record, needs_input_result, refused_own_values
 from planner.cache import PlanCache
 from planner.catalog import ToolCatalog
@@ -27,6 +28,7 @@ from planner.decoding import Decoded, PlanDecoder
 from planner.demos import EmbeddingDemonstrations, choose_skeleton, usable
 from planner.fallback import fallback_result
 from planner.flat_args import flat_catalog, flat_demo, nest_plan
+from planner.lexicon import lexicon
 from planner.llm import LLMError, LLMRejected, Message, PlannerLLM
 from planner.nodes import NodeTurns, PreparedRequest
 from planner.packs import DomainPack, load_packs
@@ -191,7 +193,18 @@ class PlannerService:
             selection.shortlist = catalog.subset([n for n in catalog.names() if n in names])
         carried = carry_values(skeleton, values, today, catalog) if skeleton is not None else []
         return PreparedRequest(
-            request, catalog, values, selection, packs, demos, skeleton, tenant, references, carried, given=given
+            request,
+            catalog,
+            values,
+            selection,
+            packs,
+            demos,
+            skeleton,
+            tenant,
+            references,
+            carried,
+            given=given,
+            ambient=ambient_parameters(catalog, lexicon("en")),
         )
 
     async def _run(

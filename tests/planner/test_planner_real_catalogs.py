@@ -6,12 +6,14 @@ planner offers it (grammars, prompts) and what it does with the answers."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from datetime import date
 from typing import Any
 
 import pytest
 
+from planner.ambient import ambient_parameters
 from planner.argkinds import classify
 from planner.catalog import ToolCatalog
 from planner.config import PlannerConfig
@@ -173,6 +175,27 @@ def test_an_argument_the_service_writes_itself_is_never_written() -> None:
              "alias": {**text, "readOnly": True}}, ["name"])]  # fmt: skip
     options = options_of(tools, "courses_create", "Create a course 'Biology' with alias bio-10, e-mail bio@school.edu")
     assert not any(options[arg].supported or options[arg].values for arg in ("groupEmail", "updateTime", "alias"))
+
+
+def test_a_parameter_every_tool_takes_alike_is_about_the_call_and_never_written() -> None:
+    call = {"fields": {"type": "string", "description": "Selector specifying which fields to include in a partial response."},
+            "prettyPrint": {"type": "boolean", "description": "Returns response with indentations and line breaks."}}  # fmt: skip
+    tools = copy.deepcopy(rc.CRM)
+    for tool in tools:  # as generated API descriptions put them on every operation
+        tool["function"]["parameters"]["properties"].update(copy.deepcopy(call))
+    assert ambient_parameters(ToolCatalog.from_openai(tools), lexicon("en")) == {"fields", "prettyPrint"}
+    request = "Invoice ACME 1200 euros, fields amount only, pretty print it"
+    alone = options_of(tools, "createInvoice", request)
+    assert alone["fields"].supported and alone["prettyPrint"].supported  # what the words alone would write
+    llm = FakePlannerLLM('{"query": "ACME"}', '{"customerId": "$n1.customers.0.customerId", "amount": 1200}')
+    result = plan(service(llm), request, tools)
+    invoice = result.attempts[0].grammars[1]["properties"]
+    assert "currency" in invoice and not {"fields", "prettyPrint"} & set(invoice)
+    # a catalog of searches that all take `limit`: there the word says how many results the user wants
+    searches = [rc.function(name, f"Search {name}", {"q": {"type": "string"}, "limit": {"type": "integer"}}, ["q"])
+                for name in ("searchCustomers", "searchInvoices", "searchTasks")]  # fmt: skip
+    assert ambient_parameters(ToolCatalog.from_openai(searches), lexicon("en")) == frozenset()
+    assert ambient_parameters(ToolCatalog.from_openai(rc.CRM), lexicon("en")) == frozenset()
 
 
 def test_quoted_text_nothing_ties_names_the_thing_itself_not_an_object_inside_it() -> None:
