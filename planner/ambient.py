@@ -38,11 +38,7 @@ def ambient_parameters(catalog: ToolCatalog, lex: Lexicon) -> frozenset[str]:
     if not names:
         return frozenset()
     first = tools[0].properties
-    return frozenset(
-        name
-        for name in names
-        if all(_same(tool.properties[name], first[name]) for tool in tools[1:])
-    )
+    return frozenset(name for name in names if all(_same(tool.properties[name], first[name]) for tool in tools[1:]))
 
 
 def _same(a: object, b: object) -> bool:

@@ -120,6 +120,50 @@ def one_thing_one_id(out: dict[str, ArgOptions], things: Mapping[str, frozenset[
             )
 
 
+def plain_text_not_markup(out: dict[str, ArgOptions], markup: frozenset[str], plain: frozenset[str]) -> None:
+    """Text without markup offered to a markup argument (`markup`: words naming a markup format, e.g. html)
+    that has a plain counterpart in the same object — its name without the markup word, give or take words
+    that say plain (`responseBodyHtml` / `responseBodyPlainText`, `data.html_notes` / `data.notes`, `html` /
+    `text`) — is the counterpart's: the markup argument is not written with it, and the counterpart takes it
+    when it has no value of its own; text with markup offered to both is the markup argument's."""
+    for arg, options in out.items():
+        if options.required or not options.values or options.kind.kind != "text":
+            continue
+        parent, _, field = arg.rpartition(".")
+        words = ordered_tokens(field)
+        if not set(words) & markup:
+            continue
+        rest = {w for w in words if w not in markup}
+        twins = [
+            a
+            for a, o in out.items()
+            if a != arg
+            and a.rpartition(".")[0] == parent
+            and o.kind.kind == "text"
+            and not set(ordered_tokens(a.rpartition(".")[2])) & markup
+            and rest <= (own := set(ordered_tokens(a.rpartition(".")[2])))
+            and own - rest <= plain
+        ]
+        kept = tuple(v for v in options.values if not isinstance(v, str) or _MARKUP.search(v))
+        if not twins:
+            continue
+        twin = out[twins[0]]
+        if kept and any(v in kept for v in twin.values):  # text with markup is the markup argument's
+            rest_values = tuple(v for v in twin.values if v not in kept)
+            out[twins[0]] = twin = replace(
+                twin, values=rest_values, typed=True, closed=True, supported=bool(rest_values)
+            )
+        if len(kept) == len(options.values):
+            continue
+        out[arg] = replace(options, values=kept, typed=True, closed=True, supported=bool(kept))
+        if not twin.values and not twin.refs and not twin.unwritable:  # (placed there as untied content)
+            moved = tuple(v for v in options.values if v not in kept)
+            out[twins[0]] = replace(twin, values=moved, typed=True, closed=True, supported=True)
+
+
+_MARKUP = re.compile(r"<[A-Za-z!/][^<>]*>")
+
+
 def taken_by_required(out: dict[str, ArgOptions]) -> None:
     """A value that is the only one a required argument takes ("Archive the course d:art-12": `id`) is
     that argument's, not also an optional one's (`name`)."""

@@ -35,6 +35,7 @@ from planner.arg_options import (
     one_date_one_field,
     one_option_one_argument,
     one_thing_one_id,
+    plain_text_not_markup,
     taken_by_required,
     unwritable,
 )
@@ -89,6 +90,7 @@ class NodeEvidence:
         taken_by_required(out)
         written = frozenset(v for up in self.upstream for v in up.args.values() if isinstance(v, str))
         place_untied(out, tool, self._inside(), self.ties, self.lex, lists=self._lists, searched=written)
+        plain_text_not_markup(out, self.lex.markup_fields, self.lex.plain_fields)
         self._money(tool, out)
         for arg, options in out.items():
             schema = tool.properties.get(arg)

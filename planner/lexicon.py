@@ -109,6 +109,8 @@ class Lexicon:
     range_words: frozenset[str] = frozenset()
     language_names: Mapping[str, frozenset[str]] = field(default_factory=dict)
     media_fields: frozenset[str] = frozenset()
+    markup_fields: frozenset[str] = frozenset()
+    plain_fields: frozenset[str] = frozenset()
     media_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     negations: frozenset[str] = frozenset()
@@ -238,6 +240,8 @@ def _load(path: Path, language: str) -> Lexicon:
         range_words=_words(data.get("range_words")),
         language_names=MappingProxyType({k: _words(v) for k, v in (data.get("language_names") or {}).items()}),
         media_fields=_words(data.get("media_fields")),
+        markup_fields=_words(data.get("markup_fields")),
+        plain_fields=_words(data.get("plain_fields")),
         media_types=MappingProxyType({k: _words(v) for k, v in (data.get("media_types") or {}).items()}),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
         negations=_words(data.get("negations")),

@@ -70,14 +70,16 @@ class Ties:
         # "my bookshelf with ID 2": the id word names the shelf's id, not `volumeId`'s
         owns = owner in tokens or self.lex.stem(owner) in stems or ends_in_name(owner, tokens)
         owned_elsewhere = bool(owner) and not owns
-        for word in reversed(cue):  # ("name change to '王丽'", "the subject set to 'Hi'")
+        for at in range(len(cue) - 1, -1, -1):  # ("name change to '王丽'", "the subject set to 'Hi'")
+            word = cue[at]
             if back >= 3:
                 break
             if owned_elsewhere and word in self.lex.identifier_words and tokens != {word}:  # (`reference` itself)
                 back += 1
                 continue
-            if word in verbs and len(tokens) > 1:
-                continue  # the request's verb ("Add 'Review'") names no field `anyoneCanAddSelf`
+            if word in verbs and len(tokens) > 1 and not (at and cue[at - 1] in self.lex.determiners):
+                continue  # the request's verb ("Add 'Review'") names no field `anyoneCanAddSelf`; after a
+                # determiner the word is a noun ("the text 'Back soon'" → `responseBodyPlainText`)
             if len(tokens) > 1 and text and self.lex.stem(word) in self.entity:
                 continue  # the thing the tool acts on ("an event 'Offsite'") names no text field `eventType`
             if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):

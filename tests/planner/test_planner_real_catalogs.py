@@ -198,6 +198,24 @@ def test_a_parameter_every_tool_takes_alike_is_about_the_call_and_never_written(
     assert ambient_parameters(ToolCatalog.from_openai(rc.CRM), lexicon("en")) == frozenset()
 
 
+def test_plain_text_goes_to_the_plain_counterpart_of_a_markup_argument_and_markup_to_the_markup_one() -> None:
+    text = {"type": "string"}
+    vacation = [rc.function("updateVacation", "Update the auto-reply", {"responseSubject": text,
+                "responseBodyHtml": text, "responseBodyPlainText": text, "enableAutoReply": {"type": "boolean"}}, [])]  # fmt: skip
+    # "text" after a determiner is the noun that names `responseBodyPlainText`, not the verb "to text"
+    options = options_of(vacation, "updateVacation", "Turn on my auto-reply with the text 'Back on January 5.'")
+    assert options["responseBodyPlainText"].values == ("Back on January 5.",)
+    assert not options["responseBodyHtml"].supported
+    # a body word names both: plain text is the plain one's ("正文" is glossed "body")
+    options = options_of(vacation, "updateVacation", "开启自动回复，主题为“休假中”，正文为“我1月5日回来。”")
+    assert options["responseBodyPlainText"].values == ("我1月5日回来。",) and not options["responseBodyHtml"].values
+    send = [rc.function("emails_send", "Send an email", {"to": text, "subject": text, "html": text, "text": text}, ["to"])]
+    options = options_of(send, "emails_send", "Email ana@x.io with the subject 'Hi' and the body 'See you'")
+    assert options["text"].values == ("See you",) and not options["html"].supported
+    options = options_of(send, "emails_send", "Email ana@x.io with the subject 'Hi' and the HTML '<h1>Welcome</h1>'")
+    assert options["html"].values == ("<h1>Welcome</h1>",) and not options["text"].values
+
+
 def test_quoted_text_nothing_ties_names_the_thing_itself_not_an_object_inside_it() -> None:
     text = {"type": "string"}
     author = {"type": "object", "properties": {"displayName": text}}
