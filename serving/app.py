@@ -23,6 +23,7 @@ from serving.auth import ApiKeyAuth
 from serving.chat import ChatService
 from serving.dependencies import Services
 from serving.errors import InvalidRequestError, NotFoundError, PlanstackError, error_body
+from serving.loop_monitor import monitored_loop
 from serving.metrics import GatewayMetrics
 from serving.plans.service import PlanningGateway
 from serving.routes import approvals as approvals_route
@@ -163,7 +164,8 @@ def create_app(source: Stack | Settings, *, engine_model: str | None = None, mod
             # measured under load here); unfrozen at shutdown (tests run many gateways in one process).
             gc.freeze()
             try:
-                async with upkeep(stack.run_service()):  # takeover, approval expiry, retention purge
+                # takeover, approval expiry, retention purge; the loop's own stalls measured
+                async with upkeep(stack.run_service()), monitored_loop(stack.metrics):
                     yield
             finally:
                 gc.unfreeze()

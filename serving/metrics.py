@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from executors.registry import ToolSpec
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+LOOP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5)
 TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 OTHER = "other"
 PRODUCT_SOURCES = frozenset(("builtin", "model", "ask_user"))  # tool names the product, not a tenant, chose
@@ -67,6 +68,19 @@ class GatewayMetrics:
         )
         self.errors = Counter(
             "planstack_errors_total", "Error responses by OpenAI error type", ["type"], registry=self.registry
+        )
+        self.loop_busy = Histogram(
+            "planstack_event_loop_busy_seconds",
+            "CPU time the event loop's thread ran between two ticks of its monitor: how long the gateway's own "
+            "code kept other requests waiting (serving/loop_monitor.py)",
+            buckets=LOOP_BUCKETS,
+            registry=self.registry,
+        )
+        self.loop_lag = Histogram(
+            "planstack_event_loop_lag_seconds",
+            "How late the monitor's tick ran (wall clock: the loop's own work and the host's load together)",
+            buckets=LOOP_BUCKETS,
+            registry=self.registry,
         )
         self.upstream_failures = Counter(
             "planstack_upstream_failures_total",
@@ -218,6 +232,10 @@ class GatewayMetrics:
 
     def webhook_delivery(self, outcome: str) -> None:
         self.webhooks.labels(outcome).inc()
+
+    def loop_stretch(self, busy_s: float, lag_s: float) -> None:
+        self.loop_busy.observe(busy_s)
+        self.loop_lag.observe(lag_s)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

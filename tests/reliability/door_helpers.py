@@ -78,7 +78,12 @@ def valid_tool(index: int, tag: str) -> dict[str, Any]:
     kept short: embedding 128 long descriptions with MiniLM is the planner's own work, tens of seconds
     of CPU here, not what this test measures)."""
     props = {
-        f"arg{j}": {"type": "string", "title": f"{tag}{j}", "description": "x" * 190, "enum": [f"v{k}" for k in range(5)]}
+        f"arg{j}": {
+            "type": "string",
+            "title": f"{tag}{j}",
+            "description": "x" * 190,
+            "enum": [f"v{k}" for k in range(5)],
+        }
         for j in range(20)
     }
     parameters = {"type": "object", "properties": props, "required": ["arg0"]}
@@ -236,7 +241,9 @@ def ref_loop_document(count: int) -> dict[str, Any]:
     references to it: `$ref` expansion at its bounds."""
     loop = {"anyOf": [{"$ref": "#/components/schemas/a"} for _ in range(5)]}
     schemas = {"a": loop, **{f"f{i}": {"$ref": "#/components/schemas/a"} for i in range(count)}}
-    return openapi_document({f"/p{i}": lookup_operation(i, {"$ref": "#/components/schemas/a"}) for i in range(64)}, schemas)
+    return openapi_document(
+        {f"/p{i}": lookup_operation(i, {"$ref": "#/components/schemas/a"}) for i in range(64)}, schemas
+    )
 
 
 def pattern_body_document(count: int) -> dict[str, Any]:

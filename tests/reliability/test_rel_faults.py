@@ -43,7 +43,10 @@ def calls(path: Path) -> Counter[str]:
 def fault_gateway(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
     """A real gateway over the demo + fault tools (no engine needed for given plans; no re-plans)."""
     settings = Settings(
-        home=tmp_path, api_keys=SecretStr(API_KEYS), engine=EngineSettings(port=1), executors=ExecutorConfig(max_replans=0)
+        home=tmp_path,
+        api_keys=SecretStr(API_KEYS),
+        engine=EngineSettings(port=1),
+        executors=ExecutorConfig(max_replans=0),
     )
     registry = fault_registry(tmp_path / "calls.txt")
     app = create_app(build_stack(settings, engine_model=FAKE_MODEL, registry=registry))
@@ -164,7 +167,11 @@ def test_read_only_store_is_a_503_through_the_gateway(tmp_path: Path) -> None:
 
 # A short lease, so that a killed gateway's run reads `interrupted` soon; no automatic takeover here
 # (tests/reliability/test_rel_multi_gateway.py covers that): this test resumes by hand.
-MANUAL_RESUME = {"PLANSTACK_RUNS__LEASE_TTL_S": "1", "PLANSTACK_RUNS__HEARTBEAT_S": "0.2", "PLANSTACK_RUNS__TAKEOVER": "false"}
+MANUAL_RESUME = {
+    "PLANSTACK_RUNS__LEASE_TTL_S": "1",
+    "PLANSTACK_RUNS__HEARTBEAT_S": "0.2",
+    "PLANSTACK_RUNS__TAKEOVER": "false",
+}
 
 
 def _start_gateway(home: Path, port: int, calls_file: Path, block: str | None) -> subprocess.Popen[str]:
@@ -250,4 +257,6 @@ def test_gateway_killed_mid_run_resumes_without_redoing_or_losing_nodes(tmp_path
         assert final[node_id]["finished_at"] == node["finished_at"]
     assert calls(calls_file) == Counter({"a": 1, "b": 2, "done-b": 1})  # only the interrupted node ran again
     kinds = [kind for kind, _ in events]
-    assert kinds.count("run_started") == 2 and kinds.count("node_finished") == 4 and kinds[-2:] == ["run_finished", "done"]
+    assert (
+        kinds.count("run_started") == 2 and kinds.count("node_finished") == 4 and kinds[-2:] == ["run_finished", "done"]
+    )

@@ -71,7 +71,11 @@ def _fuzz_operation(http: httpx.Client, operation: Any, mode: GenerationMode, fa
     cases = 0
 
     @settings(
-        max_examples=FUZZ_EXAMPLES, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
     )
     @given(case=operation.as_strategy(generation_mode=mode))
     def fuzz(case: Any) -> None:
@@ -199,7 +203,11 @@ def test_other_tenants_and_malformed_run_ids(fake_stack: FakeStack) -> None:
 @settings(max_examples=60, deadline=None, database=None, derandomize=True)
 @given(
     value=st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30),
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=30),
         lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
         max_leaves=20,
     ),

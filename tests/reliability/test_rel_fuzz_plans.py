@@ -37,9 +37,22 @@ FUZZ = settings(
 )
 
 node_id = st.sampled_from(IDS) | st.sampled_from(["n0", "n100", "x", "", "$n1", "n1 "])
-reference = st.builds(lambda n, f: f"${n}" + (f".{f}" if f else ""), st.sampled_from(IDS + ["n9"]), st.sampled_from(["", "price", "cheapest.price", "0"]))
-scalar = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20) | reference
-arg_value = st.recursive(scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=8)
+reference = st.builds(
+    lambda n, f: f"${n}" + (f".{f}" if f else ""),
+    st.sampled_from(IDS + ["n9"]),
+    st.sampled_from(["", "price", "cheapest.price", "0"]),
+)
+scalar = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+    | reference
+)
+arg_value = st.recursive(
+    scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=8
+)
 node = st.fixed_dictionaries(
     {
         "id": node_id,
@@ -70,6 +83,8 @@ def plausible_plan(draw: st.DrawFn) -> dict[str, Any]:
              "depends_on": draw(st.lists(targets, max_size=2, unique=True))}
         )  # fmt: skip
     return {"nodes": nodes}
+
+
 any_json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4),

@@ -57,7 +57,11 @@ def gateway_with(tmp_path: Path) -> Iterator[Callable[..., QuotaGateway]]:
             executors=ExecutorConfig(max_replans=0),
             runs=RunsConfig(**{"lease_ttl_s": 30, "heartbeat_s": 1, **runs}),
         )
-        app = create_app(build_stack(settings, engine_model=FAKE_MODEL, registry=fault_registry(tmp_path / "calls.txt", block_label="held")))
+        app = create_app(
+            build_stack(
+                settings, engine_model=FAKE_MODEL, registry=fault_registry(tmp_path / "calls.txt", block_label="held")
+            )
+        )
         server = ServerThread(app).start()
         servers.append(server)
         return QuotaGateway(app, server)

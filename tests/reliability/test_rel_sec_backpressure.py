@@ -3,7 +3,9 @@ process) in front of a FAKE upstream that stalls (bounded, loopback).
 
 Tenant A floods chat and planner traffic (`/v1/chat/completions`, `/v1/plans`, the `planner` model)
 at once: it gets exactly its share of the engine slots and 429 + Retry-After beyond it, tenant B
-still gets slots during the flood, and `/health`, measured from a separate client, stays under 200 ms.
+still gets slots during the flood, and the gateway's event loop never runs 200 ms at a stretch meanwhile
+(its loop monitor's figure; `/health`, timed from a separate client, is reported beside it: see
+tests/reliability/sec_helpers.py for why the wall clock is not the bound).
 Without the per-tenant share (today's code) A's flood takes every slot and B gets 429s.
 """
 
@@ -25,12 +27,12 @@ import pytest
 from tests.conftest import API_KEYS, FAKE_MODEL, KEY_A, KEY_B
 from tests.fakes.upstream import FakeBehaviour, ServerThread, create_fake_upstream, free_port
 from tests.reliability.helpers import check_error_shape
+from tests.reliability.sec_helpers import HEALTH_BOUND_S, loop_counts
 
 pytestmark = pytest.mark.fake_upstream
 
 LIMIT, SHARE, FLOOD = 4, 2, 12
 STALL_S = 1.5
-HEALTH_BOUND_S = 0.2
 REQUEST = "Flights Shanghai to Hangzhou on June 20 and the weather there."
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("/v1/chat/completions", {"model": FAKE_MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}),
@@ -141,32 +143,30 @@ def flood_once(
 
 
 def test_one_tenant_cannot_take_every_engine_slot(stalled_gateway: tuple[str, FakeBehaviour]) -> None:
-    """Every attempt must share the slots fairly. The machine is shared and noisy, so a flood whose
-    worst /health probe is over the bound is run again (3 attempts in all, as sec_helpers.probe_during):
-    an event loop the flood blocks is over the bound on every attempt."""
+    """The flood shares the slots fairly and never stalls the gateway's event loop."""
     url, behaviour = stalled_gateway
-    worst: list[float] = []
-    for attempt in range(1, 4):
-        a_answers, b_answers, health = flood_once(url, behaviour)
-        a_statuses = Counter(r.status_code for r, _ in a_answers)
-        assert a_statuses == {200: SHARE, 429: FLOOD - SHARE}, a_statuses
-        for response, took in a_answers:
-            check_error_shape(response)
-            if response.status_code == 429:
-                assert response.headers["Retry-After"] == "1"
-                assert response.json()["error"]["type"] == "rate_limit_error"
-                assert took < STALL_S, "the surplus is refused at once, not queued behind the stalled slots"
-        assert [r.status_code for r in b_answers] == [200, 200], [r.text[:200] for r in b_answers]
-        # the planner's traffic took slots like chat's: both kinds reached the stalled engine
-        kinds = {"planner" if b.get("structured_outputs") else "chat" for b in behaviour.received}
-        assert kinds == {"chat", "planner"}
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY_A}"}) as client:
-            metrics = client.get("/metrics").text
-        assert f'planstack_upstream_rejected_total{{reason="tenant"}} {float((FLOOD - SHARE) * attempt)}' in metrics
-        assert len(health) >= 10, "/health was measured throughout the flood"
-        assert {status for status, _ in health} == {200}
-        worst.append(max(ms for _, ms in health))
-        print(f"/health during flood {attempt}: {len(health)} probes, max {worst[-1]:.1f} ms")
-        if worst[-1] < HEALTH_BOUND_S * 1000:
-            break
-    assert worst[-1] < HEALTH_BOUND_S * 1000, f"/health took {worst} ms during the floods"
+    stretches, stalls = loop_counts(url)
+    a_answers, b_answers, health = flood_once(url, behaviour)
+    after = loop_counts(url)
+    stretches, stalls = after[0] - stretches, after[1] - stalls
+    a_statuses = Counter(r.status_code for r, _ in a_answers)
+    assert a_statuses == {200: SHARE, 429: FLOOD - SHARE}, a_statuses
+    for response, took in a_answers:
+        check_error_shape(response)
+        if response.status_code == 429:
+            assert response.headers["Retry-After"] == "1"
+            assert response.json()["error"]["type"] == "rate_limit_error"
+            assert took < STALL_S, "the surplus is refused at once, not queued behind the stalled slots"
+    assert [r.status_code for r in b_answers] == [200, 200], [r.text[:200] for r in b_answers]
+    # the planner's traffic took slots like chat's: both kinds reached the stalled engine
+    kinds = {"planner" if b.get("structured_outputs") else "chat" for b in behaviour.received}
+    assert kinds == {"chat", "planner"}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY_A}"}) as client:
+        metrics = client.get("/metrics").text
+    assert f'planstack_upstream_rejected_total{{reason="tenant"}} {float(FLOOD - SHARE)}' in metrics
+    assert len(health) >= 10, "/health was measured throughout the flood"
+    assert {status for status, _ in health} == {200}
+    worst = max(ms for _, ms in health)
+    report = f"{stalls:.0f} of {stretches:.0f} event-loop stretches over {HEALTH_BOUND_S * 1000:.0f} ms of CPU"
+    print(f"/health during the flood: {len(health)} probes, max {worst:.1f} ms; {report}")
+    assert not stalls, report

@@ -7,10 +7,10 @@ Tenant B's request plans against the FAKE upstream (tests/fakes: it answers ever
 fixed text, so the planner falls back after its retries): its own work is the same in the baseline
 and during the attack, which is what "not delayed by more than its own work" compares.
 
-Bounds, and why they are what they are: `/health` under 200 ms (the issue's bound, as every security
-test); tenant B within its slowest quiet baseline + OTHER_TENANT_SLACK_S (door_helpers: CPU shared
+Bounds, and why they are what they are: no stretch of the gateway's event loop over 200 ms of CPU (the
+issue's /health bound, measured where the host's load cannot move it: sec_helpers); tenant B within its slowest quiet baseline + OTHER_TENANT_SLACK_S (door_helpers: CPU shared
 on two cores with the checks running at nice 10); each hostile answer within HOSTILE_ANSWER_S of
-sending it. An attempt that misses the /health or tenant-B bound is repeated, up to three in all
+sending it. An attempt that misses the loop or tenant-B bound is repeated, up to three in all
 (sec_helpers.probe_during): the machine's own noise can miss one attempt; a blocked event loop
 misses all of them. Before the fix: 17–72 s answers, /health 54 s, tenant B 72 s (the issue's
 figures on the same kind of machine).
@@ -38,7 +38,7 @@ from tests.reliability.door_helpers import (
     valid_catalog,
 )
 from tests.reliability.door_helpers import attack_with_probe as attack
-from tests.reliability.sec_helpers import HEALTH_BOUND_S, GatewayProcess, gateway_process
+from tests.reliability.sec_helpers import GatewayProcess, gateway_process
 
 pytestmark = [pytest.mark.fake_upstream, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -68,7 +68,7 @@ def check_hostile(attacks: list, code: str | None, param: str | None) -> None:
 
 
 def check_bounds(probe, attacks: list, base: float) -> None:
-    assert probe.worst < HEALTH_BOUND_S, f"/health during the attack: {probe.report()}"
+    assert not probe.loop_stalls, f"/health during the attack: {probe.report()}"
     assert attacks[-1].other_status == 200
     assert attacks[-1].other < base + OTHER_TENANT_SLACK_S, (attacks[-1].other, base)
 

@@ -7,8 +7,9 @@ of nodes. Routes whose own work is beyond their body's decoding get their own ho
 door; an answer to a tool call carries an output of many tiny values). Each (operation, shape) once,
 four in flight at a time, from one tenant, while a separate process times `/health` every 50 ms.
 
-Bound: `/health` under 200 ms in an attempt; an attempt over it is repeated, up to three in all
-(sec_helpers.probe_during: a blocked event loop misses on every attempt, the machine's noise not).
+Bound: the gateway's event loop never runs 200 ms of CPU at a stretch during an attempt (its loop
+monitor's figure, read from /metrics; `/health`'s wall-clock latency is reported beside it: see
+sec_helpers for why the wall clock is not the bound).
 Every answer must be an OpenAI-shaped error below 500, or a 503 saying the checks ran out of time.
 """
 
@@ -39,7 +40,7 @@ from tests.reliability.door_helpers import (
     tiny_schemas_document,
 )
 from tests.reliability.helpers import check_error_shape
-from tests.reliability.sec_helpers import HEALTH_BOUND_S, GatewayProcess, HealthProbe, gateway_process, probe_during
+from tests.reliability.sec_helpers import GatewayProcess, HealthProbe, gateway_process, probe_during
 
 pytestmark = [pytest.mark.fake_upstream, pytest.mark.slow, pytest.mark.timeout(1200)]
 ID_PATTERN = re.compile(r"\^([a-z]+_)\[0-9a-f\]\{(\d+)(?:,\d+)?\}\$")
@@ -197,5 +198,5 @@ def test_every_body_route_under_the_largest_hostile_bodies(gateway: GatewayProce
         f"{statuses}, slowest answer {slowest[3]:.2f} s ({slowest[0]}, {slowest[1]}); /health "
         + "; ".join(each.report() for each in probes)
     )
-    assert probe.worst < HEALTH_BOUND_S, f"/health during the floods: {probe.report()}"
+    assert not probe.loop_stalls, f"/health during the floods: {probe.report()}"
     json.dumps(answers)  # the record above is plain data (printed in the report)

@@ -99,15 +99,22 @@ def test_patterns_per_request_are_bounded() -> None:
 
 
 def test_definitions_enums_and_examples_are_bounded_before_meta_validation() -> None:
-    big = {"type": "object", "properties": {"x": {"type": "array", "items": {"type": "integer"}, "default": list(range(6000))}}}
-    assert "more than 5000 JSON values" in str(refused([{"type": "function", "function": {"name": "v", "parameters": big}}]))
+    big = {
+        "type": "object",
+        "properties": {"x": {"type": "array", "items": {"type": "integer"}, "default": list(range(6000))}},
+    }
+    assert "more than 5000 JSON values" in str(
+        refused([{"type": "function", "function": {"name": "v", "parameters": big}}])
+    )
     deep: dict[str, Any] = {"type": "string"}
     for _ in range(60):
         deep = {"type": "array", "items": deep}
     nested = {"type": "object", "properties": {"x": deep}}
     assert "levels of nesting" in str(refused([{"type": "function", "function": {"name": "d", "parameters": nested}}]))
     examples = {"type": "object", "properties": {"x": {"type": "string", "examples": ["e"] * 300}}}
-    assert "examples with 300 values" in str(refused([{"type": "function", "function": {"name": "e", "parameters": examples}}]))
+    assert "examples with 300 values" in str(
+        refused([{"type": "function", "function": {"name": "e", "parameters": examples}}])
+    )
 
 
 def test_a_refusal_names_the_first_problems_only() -> None:

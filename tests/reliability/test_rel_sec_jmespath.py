@@ -19,7 +19,7 @@ import pytest
 from contract.conditions import condition_problem
 from executors.conditions import MAX_ITEMS, check_condition
 from tests.reliability.helpers import check_error_shape, sse_events
-from tests.reliability.sec_helpers import HEALTH_BOUND_S, gateway_process, probe_during
+from tests.reliability.sec_helpers import gateway_process, probe_during
 
 pytestmark = [pytest.mark.fake_upstream, pytest.mark.timeout(300)]
 
@@ -49,7 +49,7 @@ def test_blowup_condition_is_refused_at_validation_and_health_stays_fast(tmp_pat
 
         probe, results = probe_during(gateway.url, attack)
     print(f"\nJMESPath blow-up x3: statuses {results}; /health {probe.report()}")
-    assert probe.worst < HEALTH_BOUND_S, f"/health during the attack: {probe.report()}"
+    assert not probe.loop_stalls, f"/health during the attack: {probe.report()}"
     assert all(statuses == [400, 400, 400] for statuses in results), results
 
 
@@ -73,7 +73,7 @@ def test_worst_allowed_conditions_leave_health_fast(tmp_path: Path) -> None:
 
         probe, runs = probe_during(gateway.url, attack)
     print(f"\nworst allowed conditions on ~280 KiB outputs: /health {probe.report()}")
-    assert probe.worst < HEALTH_BOUND_S, f"/health while the conditions ran: {probe.report()}"
+    assert not probe.loop_stalls, f"/health while the conditions ran: {probe.report()}"
     for events in runs:
         settled = {e["node_id"]: e for kind, e in events if kind in ("node_finished", "node_failed")}
         assert set(settled) == {"n1", "n2", "n3"}, events

@@ -15,7 +15,7 @@ import pytest
 
 from planner.catalog import CatalogError, ToolCatalog
 from tests.reliability.helpers import check_error_shape
-from tests.reliability.sec_helpers import HEALTH_BOUND_S, gateway_process, probe_during
+from tests.reliability.sec_helpers import gateway_process, probe_during
 
 pytestmark = [pytest.mark.fake_upstream, pytest.mark.timeout(300)]
 
@@ -49,7 +49,7 @@ def test_catastrophic_pattern_leaves_health_fast(tmp_path: Path) -> None:
 
         probe, results = probe_during(gateway.url, attack)
     print(f"\n^(a|a)*$ on 24 characters, 2 plans: statuses {results}; /health {probe.report()}")
-    assert probe.worst < HEALTH_BOUND_S, f"/health during the attack: {probe.report()}"
+    assert not probe.loop_stalls, f"/health during the attack: {probe.report()}"
     assert all(s in (200, 422) for statuses in results for s in statuses), results  # planned or planning_failed
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import FAKE_MODEL, KEY_A, KEY_B
 from tests.reliability.helpers import check_error_shape
-from tests.reliability.sec_helpers import HEALTH_BOUND_S, GatewayProcess, gateway_process, probe_during
+from tests.reliability.sec_helpers import GatewayProcess, gateway_process, probe_during
 
 pytestmark = [pytest.mark.fake_upstream, pytest.mark.slow, pytest.mark.timeout(600)]
 FLOOD_PER_TENANT = 8  # 16 new schemas at once against 4 waiting places, 2 per tenant
@@ -163,4 +163,4 @@ def test_flood_of_new_schemas_is_bounded_and_health_stays_fast(tmp_path: Path, p
     print(
         f"\nflood of {2 * FLOOD_PER_TENANT} new schemas: {last.count(200)} x 200, {last.count(429)} x 429; /health {probe.report()}"
     )
-    assert probe.worst < HEALTH_BOUND_S, f"/health during the flood: {probe.report()}"
+    assert not probe.loop_stalls, f"/health during the flood: {probe.report()}"

@@ -114,6 +114,7 @@ def test_cached_vectors_are_scoped_per_tenant_and_embedded_once_at_a_time() -> N
 
     inner.texts.clear()
     texts = [f"tool {i}" for i in range(20)]
+
     def embed_as_a() -> None:
         with embedding_scope("A"):
             cache.embed(texts)
@@ -129,7 +130,10 @@ def test_cached_vectors_are_scoped_per_tenant_and_embedded_once_at_a_time() -> N
 def test_planning_caches_vectors_under_the_tenant(tmp_path: Path) -> None:
     inner = CountingEmbedder()
     planner = build_planner(
-        PlannerConfig(), llm=FakePlannerLLM(), catalog=demo_catalog(), embedder=CachedEmbedder(inner)  # type: ignore[arg-type]
+        PlannerConfig(),
+        llm=FakePlannerLLM(),
+        catalog=demo_catalog(),
+        embedder=CachedEmbedder(inner),  # type: ignore[arg-type]
     )
     metrics = GatewayMetrics()
     gateway = PlanningGateway(planner, CacheSalter("tenant", b"0" * 32), metrics, UpstreamSlots(4, 4))

@@ -172,7 +172,10 @@ def test_the_in_flight_cap_is_per_tenant(receiver: tuple[Receiver, int]) -> None
 
     async def go() -> tuple[int, int]:
         notifier = WebhookNotifier(
-            Recorder(), hooks, lambda t: webhook_signing_key(SECRET, t), on_outcome=outcomes.append  # type: ignore[arg-type]
+            Recorder(),
+            hooks,
+            lambda t: webhook_signing_key(SECRET, t),
+            on_outcome=outcomes.append,  # type: ignore[arg-type]
         )
         for seq in range(3):
             notifier.notify("tenantA", url, event(seq))

@@ -106,7 +106,9 @@ def test_a_post_creates_once_across_a_gateway_sigkill_and_a_takeover(
                 {"id": "n1", "tool": "searchCustomers", "args": {"name": "initech"}},
                 {"id": "n2", "tool": "createInvoice", "args": {"customerId": "$n1.customers.0.id", "amountCents": 990}},
             ]}  # fmt: skip
-            created = client.post("/v1/runs", json={"request": "invoice Initech", "toolsets": ["billing"], "plan": plan})
+            created = client.post(
+                "/v1/runs", json={"request": "invoice Initech", "toolsets": ["billing"], "plan": plan}
+            )
             assert created.status_code == 202, created.text
             run_id = created.json()["run_id"]
         deadline = time.monotonic() + 60
