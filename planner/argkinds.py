@@ -174,7 +174,10 @@ def classify(arg: str, schema: Any) -> ArgKind:
     before = words[-2] if len(words) > 1 and last in lex.kind_tails else ""
     said = [w.lower() for w in re.findall(r"[A-Za-z]+", described)]
     for value_kind, names in lex.kind_words.items():
-        if fmt_name in (value_kind, "uri" if value_kind == "url" else value_kind) or last in names or before in names:
+        plural = last.endswith("s") and last[:-1] in names  # `uris`, `emails`: a list of that kind
+        if fmt_name in (value_kind, "uri" if value_kind == "url" else value_kind) or last in names or plural:
+            return ArgKind(value_kind)
+        if before in names:  # `phoneNumber`, `emailAddress`
             return ArgKind(value_kind)
         if any(a == value_kind and b in lex.kind_tails for a, b in zip(said, said[1:], strict=False)):
             return ArgKind(value_kind)  # "Recipient email address."

@@ -51,7 +51,7 @@ from planner.slot_candidates import fits_string
 from planner.ties import Ties
 from planner.untied import place_untied
 from planner.upstream import Upstream, could_supply, entity_id_refs, same_named_refs
-from planner.value_shapes import fits_type, named_only, number_of, numeric, opens_name, shaped_as
+from planner.value_shapes import ADDRESS_KINDS, fits_type, named_only, number_of, numeric, opens_name, shaped_as
 from planner.values import Candidate, RequestValues
 
 
@@ -166,6 +166,9 @@ class NodeEvidence:
             return self._enum(arg, schema, kind, required, same)
         if kind.kind == "boolean":
             return self._flag(arg, kind, required, same)
+        items = schema.get("items")
+        if required and kind.kind == "array" and isinstance(items, dict) and isinstance(items.get("enum"), list):
+            return self._enum_list(arg, items["enum"], kind)
         if kind.is_identifier or kind.kind in ("email", "url", "phone"):
             return self._shaped(
                 arg, kind, required, same, description_keywords(schema, arg) if kind.is_identifier else [], schema
@@ -184,6 +187,10 @@ class NodeEvidence:
             return ArgOptions(arg, required, kind, tuple(point), typed=True, closed=True)  # "location": "45.5,-73.5"
         if required:
             return ArgOptions(arg, True, kind)
+        if kind.kind == "array" and self._lists_ids(arg, schema):
+            ids = [c.value for c in self._inside() if shaped_as(c, ArgKind("identifier"))
+                   and self.ties.cued(c, arg, optional=True) and self._tied_only_to(c, arg)]  # fmt: skip
+            return self._optional(arg, kind, [ids] if ids else [], same)  # "to device 0d18…" → `device_ids: ["0d18…"]`
         cued = [
             c
             for c in self._inside()
@@ -273,6 +280,15 @@ class NodeEvidence:
             return ArgOptions(arg, True, kind)
         return self._optional(arg, kind, [], same)  # none or several options named: not clear, left out
 
+    def _enum_list(self, arg: str, options: list[Any], kind: ArgKind) -> ArgOptions:
+        """A required list of an enum's options: the options the request names, in the schema's order ("tracks
+        by Miles Davis" → `type: ["track"]`); left to the model when it names none. (Not for an optional list:
+        the request's verb would name options nobody asked to filter by, "Schedule …" → `status: [scheduled]`.)"""
+        named = self.said.longest([o for o in options if isinstance(o, str) and self.said.names_option(o, arg)])
+        if named:
+            return ArgOptions(arg, True, kind, ([o for o in options if o in named],), typed=True, closed=True)
+        return ArgOptions(arg, True, kind)
+
     def _flag(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
         value = self.said.flag_value(arg)
         if value is None:
@@ -308,6 +324,8 @@ class NodeEvidence:
         if required and not inside:  # "In course d:bio-10, create … worth twenty points": given before the step
             inside, cued = usable(list(self.values.candidates))
         if not required:
+            if not cued and kind.kind in ADDRESS_KINDS and len(inside) == 1 and self._only_of_kind(kind):
+                cued = inside  # the step's one e-mail address, URL or phone number, for the tool's one argument of it
             said = [k for k in keywords if self.said.keyword_for(k, arg)]  # "with me as the owner" → "me"
             return self._optional(arg, kind, [*(c.value for c in cued), *said], same, typed=True)
 
@@ -325,6 +343,24 @@ class NodeEvidence:
             missing = f"the request gives no {_kind_words(kind.kind)} for it"
         closed = bool(literal) or bool(same)  # a literal of its shape, or an earlier output named like it
         return ArgOptions(arg, True, kind, tuple(literal), same, typed=True, closed=closed, missing=missing)
+
+    def _tied_only_to(self, c: Candidate, arg: str) -> bool:
+        """No other argument of the tool is tied to the value as strongly (`addLabelIds`, `removeLabelIds`
+        and "the label Label_12": which one is not said)."""
+        score = self.ties.tie(c, arg)
+        return all(self.ties.tie(c, other) < score for other in self.ties.args if other != arg)
+
+    def _lists_ids(self, arg: str, schema: dict[str, Any]) -> bool:
+        """A list of string identifiers by its name (`device_ids`, `memberGids`), its items untyped or strings."""
+        items = schema.get("items")
+        if isinstance(items, dict) and items.get("type", "string") != "string":
+            return False
+        words = ordered_tokens(arg.rpartition(".")[2])
+        return len(words) > 1 and words[-1].endswith("s") and words[-1] in self.lex.identifier_words
+
+    def _only_of_kind(self, kind: ArgKind) -> bool:
+        """No other argument of the node's tool takes values of this kind."""
+        return sum(1 for k in self._kinds.values() if k.kind == kind.kind) == 1
 
     def _number(
         self, arg: str, schema: dict[str, Any], kind: ArgKind, required: bool, same: tuple[str, ...]

@@ -9,6 +9,9 @@ candidate that fits least, so it ranks tools without moving the best one across 
 - `value_fit`: the kinds of value a step holds (a date or time, an e-mail address, a URL, a phone
   number, coordinates) that some parameter of the tool takes, nested ones included ("Add 'Review' to
   my calendar on March 3 from 10:00" fits the events tool with `start.dateTime`, not the calendars one).
+- `deprecated_fit`: a tool its service marks deprecated (OpenAPI `deprecated: true`, which the importer
+  writes as a description opening "Deprecated.") yields to a live one that fits about as well (Spotify's
+  `add-tracks-to-playlist` beside `add-items-to-playlist`), and is still chosen where nothing else fits.
 """
 
 from __future__ import annotations
@@ -222,3 +225,31 @@ def names_a_parameter(request: str, step: Step, tool: ToolDef) -> bool:
         if words & said:
             return True
     return False
+
+
+def deprecated(tool: ToolDef) -> bool:
+    """The tool's description opens by saying it is deprecated (the importer's mark, or the tool author's)."""
+    return (tool.description or "").lstrip().lower().startswith("deprecated")
+
+
+def deprecated_fit(steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Per step and tool: minus `deprecated` for a deprecated tool when some candidate is live, and minus
+    `deprecated_replaced` when its description names a live candidate as its replacement ("Use [Add Items to
+    Playlist](/…/add-items-to-playlist) instead": the service says which tool to call)."""
+    w = weights().selection
+    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
+    tools = list(catalog)
+    live = {_words_of(t.name): t.name for t in tools if not deprecated(t)}
+    if not live or not (w.get("deprecated") or w.get("deprecated_replaced")):
+        return out
+    for j, tool in enumerate(tools):
+        if deprecated(tool):
+            said = _words_of(tool.description or "")
+            replaced = any(f" {words} " in f" {said} " for words in live)
+            out[:, j] = -w.get("deprecated_replaced" if replaced else "deprecated", 0.0)
+    return out
+
+
+def _words_of(text: str) -> str:
+    """A name or text as lower-case words joined by spaces, whatever the naming style."""
+    return " ".join(w for part in re.findall(r"[A-Za-z0-9]+", text) for w in ordered_tokens(part))

@@ -101,6 +101,8 @@ class Lexicon:
     limit_args: frozenset[str] = frozenset()
     unit_words: frozenset[str] = frozenset()
     limit_cues: frozenset[str] = frozenset()
+    limit_tails: tuple[str, ...] = ()
+    flag_antonyms: Mapping[str, str] = field(default_factory=dict)
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
     coordinate_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -232,6 +234,8 @@ def _load(path: Path, language: str) -> Lexicon:
         limit_args=_words(data.get("limit_args")),
         unit_words=_words(data.get("unit_words")),
         limit_cues=_words(data.get("limit_cues")),
+        limit_tails=tuple(str(p) for p in data.get("limit_tails") or ()),
+        flag_antonyms=MappingProxyType(_antonyms(data.get("flag_antonyms"))),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),
         coordinate_words=MappingProxyType({k: _words(v) for k, v in (data.get("coordinate_words") or {}).items()}),
@@ -280,6 +284,15 @@ def _snowball_stem(algorithm: str, word: str) -> str:
         own = snowballstemmer.stemmer(algorithm)
         setattr(_stemmers, algorithm, own)
     return str(own.stemWord(word))
+
+
+def _antonyms(pairs: Any) -> dict[str, str]:
+    """ "public private" pairs → each word's opposite, both ways."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        a, b = str(pair).split()
+        out[a], out[b] = b, a
+    return out
 
 
 @lru_cache(maxsize=8)

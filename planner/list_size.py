@@ -24,7 +24,8 @@ def list_size(inside: Sequence[Candidate], text: str, ties: Ties, listed: set[st
     that counts the things listed: the plural of what the tool lists (`listed`: stems of the nouns of its
     name and of its output's list fields) follows it within four words, no unit first ("the ten most
     recently modified files"; not "within 20 km", "a single send", "only two levels deep"), or a limit word
-    comes right before it ("up to 50", "the last 10", "最多 20 个"). Empty when there is none or several."""
+    comes right before it ("up to 50", "the last 10", "最多 20 个") or after it ("10 at most"); never one a unit
+    follows ("the last four weeks"). Empty when there is none or several."""
     lex, local = lexicon("en"), lexicon_for(text)
     counts = []
     for c in inside:
@@ -33,11 +34,16 @@ def list_size(inside: Sequence[Candidate], text: str, ties: Ties, listed: set[st
         if ties.strongest(c) > 0:
             continue
         before = text[max(0, c.start - 12) : c.start].lower()
+        after = re.findall(r"[a-z]+", text[c.end : c.end + 40].lower())
+        if after and after[0] in lex.unit_words:
+            continue  # a measure ("the last four weeks", "within 20 km"), whatever comes before it
         cued = any(cue in before for cue in local.limit_cues if not local.segmented) or bool(
             set(re.findall(r"[a-z]+", before)[-2:]) & local.limit_cues
         )
+        if not cued and local.limit_tails:
+            cued = " ".join(after[:2]).startswith(local.limit_tails)  # "10 at most", "20 max"
         counted = False
-        for word in re.findall(r"[a-z]+", text[c.end : c.end + 40].lower())[:4]:
+        for word in after[:4]:
             if word in lex.unit_words:
                 break
             if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):

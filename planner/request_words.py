@@ -149,7 +149,9 @@ class RequestWords:
 
     def flag_value(self, arg: str) -> bool | None:
         """True when the request uses every distinctive word of a boolean's name ("non-stop" →
-        `nonStop`), False when a negation comes right before them; None when it does not use them."""
+        `nonStop`), False when a negation comes right before them, or when the name is one word and the
+        request says its opposite instead (the lexicon's `flag_antonyms`: "private" → `public: false`);
+        None when it does not use them."""
         lex = self.lex
         field = arg.rpartition(".")[2]  # a field of an object (planner/flat_args.py): by its own name
         named = [w for w in ordered_tokens(field) if w not in lex.flag_words and w not in lex.stopwords]
@@ -157,6 +159,10 @@ class RequestWords:
         if not words:
             return None
         stems = [lex.stem(w) for w in self.words]
+        opposite = lex.flag_antonyms.get(words[0]) if len(words) == 1 else None
+        if opposite is not None and lex.stem(words[0]) not in stems and lex.stem(opposite) in stems:
+            at = stems.index(lex.stem(opposite))  # "a private playlist" → `public: false`; "not hidden" → true
+            return bool(set(self.words[max(0, at - 2) : at]) & lex.negations)
         positions = []
         for word in words:
             stem = lex.stem(word)

@@ -32,7 +32,7 @@ import numpy as np
 from planner.argkinds import ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
-from planner.fit import name_fit, names_a_parameter, option_fit, value_fit
+from planner.fit import deprecated_fit, name_fit, names_a_parameter, option_fit, value_fit
 from planner.lexicon import lexicon, lexicon_for
 from planner.lookups import name_verbs
 from planner.prerequisites import Gap, Lookup, with_prerequisites
@@ -123,7 +123,8 @@ def _with_toolless_tails(request: str, hints: list[StepHint]) -> list[StepHint]:
 def _fit(request: str, values: RequestValues, steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
     """Name and value fit of every (step, tool) pair (planner/fit.py): tens of milliseconds for a catalog
     of a hundred real tools, so it runs in a worker thread."""
-    return name_fit(request, steps, catalog) + value_fit(values, steps, catalog) + option_fit(request, steps, catalog)
+    fits = name_fit(request, steps, catalog) + value_fit(values, steps, catalog) + option_fit(request, steps, catalog)
+    return fits + deprecated_fit(steps, catalog)
 
 
 def _join_argument_steps(

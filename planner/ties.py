@@ -87,8 +87,9 @@ class Ties:
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
                 back += 1
-            elif ends_in_name(word, tokens):
+            elif ends_in_name(word, tokens) and word not in verbs:
                 score += max(w["cue_near"] - back, 1.0)  # a compound ending in its name: "bookshelf 3" → `shelf`
+                # (a verb is no compound: "rename my playlist" names no `name`)
                 back += 1
             elif word not in self.lex.stopwords and word not in verbs:
                 back += 1

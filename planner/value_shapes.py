@@ -51,9 +51,17 @@ def written_shape(text: str) -> str | None:
     return None
 
 
+# an absolute URI of a scheme with parts (RFC 3986 `scheme:path`): `spotify:track:4iV5W…`, `urn:isbn:0451450523`;
+# two colons at least, so that `team:payments` or `d:bio-10` stay codes
+_URN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:[^\s:]+:\S+")
+
+
 def shaped_as(c: Candidate, kind: ArgKind) -> bool:
-    """The value has the shape an identifier, e-mail, URL or phone argument takes."""
+    """The value has the shape an identifier, e-mail, URL or phone argument takes (a URI argument also takes
+    an absolute URI of another scheme than the web's)."""
     found = shape(c)
+    if kind.kind == "url" and found == "code" and _URN.fullmatch(str(c.value)):
+        return True
     if kind.kind == "phone" and re.fullmatch(r"\+?\d{7,15}", str(c.value)):
         return True  # "the phone number 1234567890": digits alone, read as a number and a code
     if kind.is_identifier:  # quoted words ("'Design review'") are a name, never an id

@@ -795,3 +795,97 @@ def test_a_list_the_request_writes_can_be_an_optional_arguments_evidence() -> No
                          "labels": {"type": "array", "items": {"type": "string"}}}, ["title"])]  # fmt: skip
     options = options_of(tools, "tagTask", "Tag the task 'Ship it' with labels ['urgent', 'ops'] and labels ['x']")
     assert options["labels"].supported and ["urgent", "ops"] in options["labels"].values
+
+
+# shapes of a media-service catalog (kebab-case operations, snake_case parameters) -------------------------
+TEXT = {"type": "string"}
+FLAG = {"type": "boolean"}
+
+
+def test_a_deprecated_tool_yields_to_the_live_one_its_description_names() -> None:
+    """The importer writes OpenAPI `deprecated: true` as a description opening "Deprecated."; one that names
+    its replacement among the candidates is never proposed over it, and still chosen where it alone fits."""
+    old = rc.function("add-songs-to-list", "Deprecated. Use [Add Items To List](/ops/add-items-to-list) instead. "
+                      "Adds songs to a list.", {"list_id": TEXT, "uris": TEXT}, ["list_id"])  # fmt: skip
+    new = rc.function("add-items-to-list", "Adds one or more items to a list.", {"list_id": TEXT, "uris": TEXT},
+                      ["list_id"])  # fmt: skip
+    other = rc.function("get-list", "Gets a list.", {"list_id": TEXT}, ["list_id"])
+    svc = service(FakePlannerLLM())
+    request = "Add the item tune:song:77aa to my list ls-4411"
+    assert plan(svc, request, [old, new, other]).selection["proposed"] == ["add-items-to-list"]
+    assert plan(svc, request, [old, other]).selection["proposed"] == ["add-songs-to-list"]
+
+
+def test_a_uri_argument_takes_an_absolute_uri_of_any_scheme_and_a_plural_kind_word_is_that_kind() -> None:
+    tools = [rc.function("queue-add", "Adds an item to the queue.", {"uri": TEXT, "device_id": TEXT}, ["uri"])]
+    assert classify("uris", TEXT).kind == "url" and classify("emails", TEXT).kind == "email"
+    options = options_of(tools, "queue-add", "Queue tune:song:77aaB9 next")
+    assert options["uri"].values == ("tune:song:77aaB9",)
+    assert "team:payments" not in options_of(tools, "queue-add", "Queue team:payments next")["uri"].values
+
+
+def test_the_steps_one_address_fills_the_tools_one_optional_argument_of_its_kind() -> None:
+    email = {"type": "string", "format": "email"}
+    one = [rc.function("members-add", "Adds a member to a team.", {"team": TEXT, "contact": email, "note": TEXT},
+                       ["team"])]  # fmt: skip
+    options = options_of(one, "members-add", "Add ana@corp.io to team blue")
+    assert options["contact"].values == ("ana@corp.io",) and not options["note"].supported
+    # no word of `configuration_url` before the URL ("to" ties it to nothing): the tool's one URL argument
+    url = {"type": "string", "format": "uri"}
+    method = {"type": "string", "enum": ["GET", "POST"]}
+    hook = [rc.function("webhooks-create", "Creates a webhook of a conversation.", {"conversation_sid": TEXT,
+            "configuration_url": url, "configuration_method": method}, ["conversation_sid"])]  # fmt: skip
+    options = options_of(
+        hook, "webhooks-create", "Send the events of conversation CH1b2c3d4 to https://hooks.acme.dev/x by POST"
+    )
+    assert options["configuration_url"].values == ("https://hooks.acme.dev/x",)
+    assert options["configuration_method"].values == ("POST",)
+
+
+def test_a_one_word_flag_is_false_when_the_request_says_its_opposite() -> None:
+    tools = [rc.function("create-list", "Creates a list.", {"name": TEXT, "public": FLAG, "collaborative": FLAG}, [])]
+    assert options_of(tools, "create-list", "Create a private list called 'Late'")["public"].values == (False,)
+    assert options_of(tools, "create-list", "Create a list called 'Late' that is not private")["public"].values == (
+        True,
+    )
+    assert not options_of(tools, "create-list", "Create a private list called 'Late'")["collaborative"].supported
+
+
+def test_a_size_is_not_a_number_a_unit_follows_and_a_limit_word_may_come_after_it() -> None:
+    listing = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object"}}}}
+    tools = [rc.function("get-top-songs", "Gets the user's top songs.", {"limit": {"type": "integer"},
+                         "time_range": TEXT}, [], listing)]  # fmt: skip
+    size = {
+        "Show my top songs of the last four weeks": (),  # a measure of time
+        "Show my top songs, 10 at most": (10,),
+        "Find songs for 'rain', 3 results": (3,),
+    }
+    for request, expected in size.items():
+        assert options_of(tools, "get-top-songs", request)["limit"].values == expected, request
+
+
+def test_a_verb_ending_in_an_arguments_name_does_not_name_it() -> None:
+    tools = [rc.function("change-list-details", "Changes a list's details.", {"list_id": TEXT, "name": TEXT,
+                         "description": TEXT}, ["list_id"])]  # fmt: skip
+    options = options_of(tools, "change-list-details", "Rename my list ls-4411 to 'Gym Mix'")
+    assert options["name"].values == ("Gym Mix",) and not options["description"].supported
+
+
+def test_a_list_of_identifiers_takes_the_ids_said_of_it_and_a_list_of_options_the_options_named() -> None:
+    ids = {"type": "array", "items": {"type": "string"}}
+    tools = [
+        rc.function("transfer-playback", "Moves playback to a device.", {"device_ids": ids, "play": FLAG}, []),
+        rc.function("filters-create", "Creates a mail filter.", {"add_label_ids": ids, "remove_label_ids": ids}, []),
+        rc.function(
+            "search",
+            "Searches the catalog.",
+            {"q": TEXT, "type": {"type": "array", "items": {"type": "string", "enum": ["album", "artist", "track"]}}},
+            ["q", "type"],
+        ),  # fmt: skip
+    ]
+    moved = options_of(tools, "transfer-playback", "Move playback to device d0a1b2c3e4f5 and play there")
+    assert moved["device_ids"].values == (["d0a1b2c3e4f5"],)
+    labelled = options_of(tools, "filters-create", "Filter mail from a@b.io under the label Label_12")
+    assert not labelled["add_label_ids"].supported and not labelled["remove_label_ids"].supported
+    assert options_of(tools, "search", "Search for albums by Nina Simone")["type"].values == (["album"],)
+    assert not options_of(tools, "search", "Search for Nina Simone")["type"].values  # none named: the model's
