@@ -112,7 +112,7 @@ class Ties:
         tail = "" if tail in self.lex.naming_words else tail  # "the single send named 'X'": X is the name
         tail_named = bool(tail) and (self.lex.stem(tail) in heads & (stems | {tail}) or ends_in_name(tail, tokens))
         counted = text and c.is_number and tail.endswith("s")  # "200 events" counts events: no event type
-        if tail_named and tail not in self.lex.stopwords and not counted:
+        if tail_named and tail not in self.lex.stopwords and not counted and not self._cues_next(c):
             score += w["tail"]  # ("ana@x.io from billing@y.io": "from" after a value belongs to the next one)
         elif len(words) > 1 and c.start >= 0 and self._followed_by(c, words):
             score += w["tail"] + w["exact"]  # "50 per page": the argument's whole name `per_page` after it
@@ -131,8 +131,22 @@ class Ties:
                 return dash or (len(words) == 1 and words[0] in self.lex.range_words)
         return False
 
+    def _cues_next(self, c: Candidate) -> bool:
+        """The word after the value is written right before another value: it names that one ("droplets
+        tagged env:staging": the tag is env:staging, not "droplets")."""
+        m = re.match(r"[\s-]*[A-Za-z]+\s+", self.values.text[c.end : c.end + 40]) if c.start >= 0 else None
+        if m is None:
+            return False
+        at = c.end + m.end()
+        return any(v.written and v.kind != "ngram" and v.start == at for v in self.values.candidates)
+
     def _followed_by(self, c: Candidate, words: list[str]) -> bool:
-        after = re.findall(r"[A-Za-z]+", self.values.text[c.end : c.end + 16 * len(words)].lower())
+        """The argument's whole name is written right after the value ("50 per page"), nothing but spaces or
+        a hyphen between ("env:staging, 50 per page": the name is the number's)."""
+        rest = self.values.text[c.end : c.end + 16 * len(words)].lower()
+        if not re.match(r"[\s-]*[a-z]", rest):
+            return False
+        after = re.findall(r"[A-Za-z]+", rest)
         return [self.lex.stem(x) for x in after[: len(words)]] == [self.lex.stem(x) for x in words]
 
     def _names_entity(self, c: Candidate, cue: list[str]) -> bool:

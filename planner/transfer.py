@@ -8,8 +8,9 @@ to Rome on June 9": the same tools, the same data flow (references) and the same
   by a placeholder of its kind, so two requests of one shape compare as near-equal whatever their values
   (the skeleton rule compares these as well as the raw requests: planner/service.py);
 - `carry_values(demo, values)`: per node of the demonstration, each literal argument refilled from the
-  new request: the value of the same kind found at the same role (the same words before it, else the
-  same rank among values of its kind; an optional argument only by its role), in the same form (as
+  new request: the value of the same kind (an address of the same shape) found at the same role (the
+  same words before it, else the same rank among values of its kind; an optional argument only by its
+  role; an identifier, e-mail, URL or phone argument only by a value of its shape), in the same form (as
   written, its ISO reading, a number, a number as text). A literal the demonstration's request never
   wrote is a constant of the structure and is kept; one whose role the new request does not fill is left
   to the model.
@@ -21,7 +22,9 @@ from datetime import date
 from typing import Any
 
 from contract.demonstrations import Demonstration
+from planner.argkinds import classify
 from planner.catalog import ToolCatalog
+from planner.value_shapes import ADDRESS_KINDS, shape, shaped_as
 from planner.values import Candidate, RequestValues, extract
 
 _PLACEHOLDER = {
@@ -61,6 +64,10 @@ def template(values: RequestValues) -> str:
 
 
 def _class(c: Candidate) -> str:
+    """Values of one class refill each other; an address (e-mail, URL, phone) is refilled only by an
+    address of its shape, however it was written ('Quarterly review' never takes priya@example.com's place)."""
+    if (found := shape(c)) in ADDRESS_KINDS:
+        return found
     kind = _CLASS.get(c.kind, c.kind)
     return "string" if kind in _STRINGS else kind
 
@@ -113,6 +120,12 @@ def _counterpart(source: Candidate, demo: RequestValues, new: RequestValues, *, 
     return None
 
 
+def _takes(arg: str, schema: Any, c: Candidate) -> bool:
+    """An identifier, e-mail, URL or phone argument takes only values of its shape (planner/value_shapes.py)."""
+    kind = classify(arg, schema)
+    return not (kind.is_identifier or kind.kind in ADDRESS_KINDS) or shaped_as(c, kind)
+
+
 def _render(candidate: Candidate, form: str, new: RequestValues) -> Any:
     if form == "iso" and candidate.iso:
         return candidate.iso
@@ -147,6 +160,8 @@ def carry_values(
                 continue
             by_rank = tool is None or arg in tool.required
             counterpart = _counterpart(source, shown, values, by_rank=by_rank)
+            if counterpart is not None and tool is not None and not _takes(arg, tool.properties.get(arg), counterpart):
+                continue  # the value at the same role is not of the argument's kind: left to the evidence
             if counterpart is not None:
                 carried[arg] = _render(counterpart, _form(value, source), values)
         out.append(carried)

@@ -35,10 +35,12 @@ PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s().-]{5,}\d(?![\w-])")
 NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
 )
-# a code: letters and digits in parts joined by "-", "_" or ":" ("ORD-7781", "d:bio-10", "urn:isbn:0451")
+# a code: letters and digits in parts joined by "-", "_" or ":" ("ORD-7781", "d:bio-10", "urn:isbn:0451"), or
+# words a colon joins into one name space ("env:staging", "team:payments": a tag or label as written)
 CODE = re.compile(
     r"(?<![\w:-])(?=[\w:-]*\d)(?=[\w:-]*[A-Za-z])[A-Za-z0-9]+(?:[-_:][A-Za-z0-9]+)*(?![\w-]|:\w)"
     r"|\b[A-Z]{2,}-[A-Z0-9]+\b"
+    r"|(?<![\w:-])[A-Za-z][A-Za-z0-9_-]*(?::[A-Za-z][A-Za-z0-9_-]*)+(?![\w-]|:\w)"
 )
 # a file's name by its extension ("Q3 report.pdf" is quoted when it has spaces)
 _EXTENSIONS = (
@@ -346,7 +348,8 @@ def _trim_phrase(phrase: str, lex: Lexicon, *, opening: bool = False) -> str:
 
 
 def _ngrams(request: str, lex: Lexicon, longest: int = 3) -> Iterable[tuple[int, int, str]]:
-    """Content-word n-grams (1..3 words, no stopword at either end) with their character spans."""
+    """Content-word n-grams (1..3 words, no stopword or negation at either end: "without" is no value) with
+    their character spans."""
     tokens = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", request)]
     for size in range(longest, 0, -1):
         for i in range(len(tokens) - size + 1):
@@ -354,7 +357,8 @@ def _ngrams(request: str, lex: Lexicon, longest: int = 3) -> Iterable[tuple[int,
             if any(b[0] - a[1] > 1 for a, b in zip(window, window[1:], strict=False)):
                 continue  # not adjacent (punctuation between)
             first, last = window[0][2].lower(), window[-1][2].lower()
-            if first in lex.stopwords or last in lex.stopwords or first in lex.action_verbs or len(window[-1][2]) < 2:
+            ends = {first, last}
+            if ends & (lex.stopwords | lex.negations) or first in lex.action_verbs or len(window[-1][2]) < 2:
                 continue
             yield window[0][0], window[-1][1], request[window[0][0] : window[-1][1]]
 

@@ -709,6 +709,20 @@ def test_a_solved_plan_is_refilled_from_a_request_of_the_same_shape() -> None:
     assert nearby[0] == nearby[1] and nearby[0].endswith("of <point>.")
 
 
+def test_an_address_is_refilled_only_by_an_address_of_its_shape() -> None:
+    """The demonstration's attendee e-mail has no counterpart in a request that names no e-mail: the quoted
+    title after the same verb ("add") is a title, never the address."""
+    from contract.demonstrations import Demonstration
+    from planner.transfer import carry_values
+
+    plan = {"nodes": [{"id": "n1", "tool": "insert", "args": {"summary": "Call with Priya",
+                                                              "attendee": "priya@example.com"}}]}  # fmt: skip
+    demo = Demonstration("Add priya@example.com to 'Call with Priya'", plan)
+    assert "attendee" not in carry_values(demo, extract("Add 'Quarterly review' to my calendar", TODAY), TODAY)[0]
+    carried = carry_values(demo, extract("Add li@example.cn to 'Weekly sync'", TODAY), TODAY)[0]
+    assert carried["attendee"] == "li@example.cn"
+
+
 def test_the_tenants_corrected_plan_teaches_the_structure_and_its_arguments() -> None:
     from contract.demonstrations import Demonstration
     from planner.demos import EmbeddingDemonstrations
@@ -889,3 +903,18 @@ def test_a_list_of_identifiers_takes_the_ids_said_of_it_and_a_list_of_options_th
     assert not labelled["add_label_ids"].supported and not labelled["remove_label_ids"].supported
     assert options_of(tools, "search", "Search for albums by Nina Simone")["type"].values == (["album"],)
     assert not options_of(tools, "search", "Search for Nina Simone")["type"].values  # none named: the model's
+
+
+def test_a_name_word_between_two_values_names_the_one_after_it() -> None:
+    """"droplets tagged env:staging": the tag is the code the word opens, not the noun it follows; a tag of
+    words a colon joins is one value; "50 per page" names the number, not the tag before the comma."""
+    tools = [rc.function("list-droplets", "Lists droplets.", {"tag_name": TEXT, "per_page": {"type": "integer"}}, [])]
+    options = options_of(tools, "list-droplets", "list droplets tagged env:staging, 50 per page")
+    assert options["tag_name"].values == ("env:staging",) and options["per_page"].values == (50,)
+
+
+def test_a_negation_is_no_value_of_a_free_text_argument() -> None:
+    tools = [rc.function("share-file", "Shares a file.", {"file_id": TEXT, "email_address": TEXT,
+                         "email_message": TEXT}, ["file_id"])]  # fmt: skip
+    options = options_of(tools, "share-file", "Share file 1aB9xYz with jo@freelance.dev without emailing her")
+    assert not options["email_message"].supported
