@@ -82,6 +82,9 @@ class Ties:
                 # determiner the word is a noun ("the text 'Back soon'" → `responseBodyPlainText`)
             if len(tokens) > 1 and text and self.lex.stem(word) in self.entity:
                 continue  # the thing the tool acts on ("an event 'Offsite'") names no text field `eventType`
+            if at + 1 < len(cue) and cue[at + 1] == "of" and self._changed_to(c):
+                back += 1  # "the location of my 'Budget sync' … to Room 4B": the value after "of" owns the field
+                continue
             if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
                 score += max(w["cue_near"] - back, 1.0)
                 if back == 0 and len(tokens) == 1:
@@ -93,6 +96,9 @@ class Ties:
                 back += 1
             elif word not in self.lex.stopwords and word not in verbs:
                 back += 1
+        field_word = self._field_of(c) if cue and cue[-1] == "to" else ""
+        if field_word and (field_word in tokens or self.lex.stem(field_word) in stems):
+            score += w["cue_near"]  # "change the location of my meeting to Room 4B" → `location`
         # the role word right before the value; "for March 1 to March 8": the first of two dates joined by
         # "to" has the role "from"
         role = cue[-1] if cue and role_match(cue[-1], tokens | around, self.lex) else ""
@@ -131,14 +137,50 @@ class Ties:
                 return dash or (len(words) == 1 and words[0] in self.lex.range_words)
         return False
 
-    def _cues_next(self, c: Candidate) -> bool:
-        """The word after the value is written right before another value: it names that one ("droplets
-        tagged env:staging": the tag is env:staging, not "droplets")."""
-        m = re.match(r"[\s-]*[A-Za-z]+\s+", self.values.text[c.end : c.end + 40]) if c.start >= 0 else None
+    def _field_of(self, c: Candidate) -> str:
+        """The field a change names before its new value: "Change the location of my 'Budget sync' meeting to
+        Room 4B" → "location" for Room 4B (the word before the sentence's "of", with "to" right before the
+        value); "" when the request does not say it so."""
+        if c.start < 0:
+            return ""
+        start = max(self.values.text.rfind(mark, 0, c.start) for mark in ".!?;")
+        sentence = self.values.text[start + 1 : c.start]
+        m = re.search(r"\b(?:the|its|their)\s+([A-Za-z]+)\s+of\b.*\bto\s*$", sentence, re.IGNORECASE)
         if m is None:
+            return ""
+        return m.group(1).lower()
+
+    def _changed_to(self, c: Candidate) -> bool:
+        """Another value of the sentence is what the field becomes ("… of my 'Budget sync' meeting to Room 4B")."""
+        return any(
+            v is not c and v.written and v.start > c.end and self._field_of(v) for v in self.values.candidates
+        )
+
+    def _cues_next(self, c: Candidate) -> bool:
+        """The word after the value names the next value, written after it with at most a verb and "to"
+        between: "droplets tagged env:staging" (the tag is env:staging, not "droplets"), "the 'Budget sync'
+        meeting to Room 4B", "“周会”的地点改成“三楼会议室”" (the place becomes the new value)."""
+        if c.start < 0:
             return False
-        at = c.end + m.end()
-        return any(v.written and v.kind != "ngram" and v.start == at for v in self.values.candidates)
+        following = [v.start for v in self.values.candidates if v.written and v.kind != "ngram" and v.start >= c.end]
+        if not following:
+            return False
+        segment = self.values.text[c.end : min(following)]
+        if len(segment) > 40:
+            return False
+        if re.search(r"[,.;!?，。；！？]", segment):
+            return False
+        if segment.isascii():
+            words = [w.lower() for w in re.findall(r"[A-Za-z]+", segment)]
+            between = words[1:]
+        else:  # a glossed word brings all its glosses ("地点" → "location place"): the first word is all of them
+            pieces = [p for p in re.split(r"[^\x00-\x7f]+", lexicon_for(segment).glossed(segment)) if p.strip()]
+            words = [w.lower() for p in pieces for w in re.findall(r"[A-Za-z]+", p)]
+            between = [w.lower() for p in pieces[1:] for w in re.findall(r"[A-Za-z]+", p)]
+        if not words:
+            return False
+        verbs = self.lex.action_verbs | self.lex.mutating_verbs
+        return len(between) <= 3 and all(w in self.lex.stopwords or w in verbs for w in between)
 
     def _followed_by(self, c: Candidate, words: list[str]) -> bool:
         """The argument's whole name is written right after the value ("50 per page"), nothing but spaces or
@@ -185,7 +227,9 @@ class Ties:
         # the value is the shallower one's
         depth = field_depth(arg)
         ties = self._ties(c)
-        return not any(field_depth(o) < depth and ties[o] >= score for o in self.args if o != arg)
+        return not any(
+            field_depth(o) < depth and ties[o] >= score and self._can_take(c, o) for o in self.args if o != arg
+        )
 
     def strongest(self, c: Candidate) -> float:
         """The strongest tie of a value to any argument of the tool (0: tied to none)."""

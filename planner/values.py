@@ -209,8 +209,12 @@ def extract(request: str, today: date) -> RequestValues:
             if " " not in phrase and _opens_sentence(request, start, lex):
                 continue  # a capital that starts a sentence says nothing ("Block 16:00 ...", "Look up ...")
             if phrase and free(part.start(), part.end()):
-                found.append(Candidate(phrase, "phrase", start, start + len(phrase)))
-                claim(start, start + len(phrase))
+                end = start + len(phrase)
+                numbered = next((c for c in found if c.kind == "code" and c.start == end + 1), None)
+                if numbered is not None and request[end] == " " and phrase == part.group(0):
+                    phrase, end = f"{phrase} {numbered.value}", numbered.end  # "Room 4B": a name with its number
+                found.append(Candidate(phrase, "phrase", start, end))
+                claim(start, end)
             elif phrase and " " in phrase and _opens_with_code(phrase, start, found, free):
                 found.append(Candidate(phrase, "phrase", start, start + len(phrase)))  # "Q2 Hiring": a name
                 claim(start, start + len(phrase))  # whose first word is code-shaped; the code stays a candidate

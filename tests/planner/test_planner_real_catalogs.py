@@ -918,3 +918,20 @@ def test_a_negation_is_no_value_of_a_free_text_argument() -> None:
                          "email_message": TEXT}, ["file_id"])]  # fmt: skip
     options = options_of(tools, "share-file", "Share file 1aB9xYz with jo@freelance.dev without emailing her")
     assert not options["email_message"].supported
+
+
+def test_a_change_names_its_field_before_the_thing_and_its_new_value_after_to() -> None:
+    """"Change the location of my 'Budget sync' meeting to Room 4B": the new location is "Room 4B" (a name with
+    its number), the quoted title names the meeting, and neither a shallower number argument the value cannot
+    fill (`maxAttendees` tied by "to") nor a field named like the word after the title (`meetingCode`) takes it."""
+    from planner.flat_args import flat_tool
+
+    body = {"type": "object", "properties": {"location": TEXT, "conference": {"type": "object",
+            "properties": {"meetingCode": TEXT}}}}  # fmt: skip
+    tools = [rc.function("events-patch", "Updates an event.", {"eventId": TEXT, "maxAttendees": {"type": "integer"},
+                         "body": body}, ["eventId"])]  # fmt: skip
+    tool = flat_tool(ToolCatalog.from_openai(tools).get("events-patch"))
+    request = "Change the location of my 'Budget sync' meeting to Room 4B."
+    options = NodeEvidence(extract(request, TODAY), None, []).node(tool)
+    assert options["body.location"].values == ("Room 4B",)
+    assert not options["body.conference.meetingCode"].supported
