@@ -111,6 +111,8 @@ _OPTIONS_INTRO = re.compile(
 )
 _QUOTED_ITEM = re.compile(r"(?:^|\s)[-*]\s+[\"`']([A-Za-z][\w.-]*)[\"`']")
 _BARE_ITEM = re.compile(r"(?:^|\s)[-*]\s+([A-Za-z][\w.-]*)")
+_TICKED_ITEM = re.compile(r"`([A-Za-z][\w.-]*)`")  # "Valid values: `long_term` (…), `medium_term` (…)"
+_DEFAULT = re.compile(r"\bdefault\b", re.IGNORECASE)
 
 
 def described_options(schema: Any) -> tuple[str, ...]:
@@ -124,9 +126,24 @@ def described_options(schema: Any) -> tuple[str, ...]:
     if intro is None:
         return ()
     rest = description[intro.end() : intro.end() + 1500]
-    items = _QUOTED_ITEM.findall(rest) or _BARE_ITEM.findall(rest)
+    listed = rest[: m.start()] if (m := _DEFAULT.search(rest)) else rest  # (not the default named after them)
+    items = _QUOTED_ITEM.findall(rest) or _BARE_ITEM.findall(rest) or _TICKED_ITEM.findall(listed)
     options = tuple(dict.fromkeys(items))
     return options if len(options) >= 2 else ()
+
+
+def option_glosses(schema: Any, options: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """What the description says each option means, in parentheses right after it ("`short_term`
+    (approximately last 4 weeks)", "`asc` (ascending order)"); options it does not explain are left out."""
+    description = str(schema.get("description", "")) if isinstance(schema, dict) else ""
+    glosses: dict[str, str] = {}
+    for option in options:
+        if not isinstance(option, str) or not option:
+            continue
+        m = re.search(rf"[`\"']?{re.escape(option)}[`\"']?\s*\(([^()]{{3,160}})\)", description)
+        if m is not None:
+            glosses[option] = m.group(1)
+    return glosses
 
 
 def names_kind(text: str, kind: str) -> bool:

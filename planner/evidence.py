@@ -26,6 +26,7 @@ is *missing*: the planner answers `needs_input` instead of inventing it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -39,8 +40,9 @@ from planner.arg_options import (
     taken_by_required,
     unwritable,
 )
-from planner.argkinds import ArgKind, classify, described_options, ordered_tokens
+from planner.argkinds import ArgKind, classify, described_options, option_glosses, ordered_tokens
 from planner.catalog import ToolDef
+from planner.countries import countries_named, country_format
 from planner.dates import DateFormat, stated_zone
 from planner.lexicon import lexicon
 from planner.list_size import list_size
@@ -166,6 +168,8 @@ class NodeEvidence:
             return self._enum(arg, schema, kind, required, same)
         if kind.kind == "boolean":
             return self._flag(arg, kind, required, same)
+        if (country := country_format(schema)) is not None:
+            return self._country(arg, kind, required, same, country)
         items = schema.get("items")
         if required and kind.kind == "array" and isinstance(items, dict) and isinstance(items.get("enum"), list):
             return self._enum_list(arg, items["enum"], kind)
@@ -267,6 +271,9 @@ class NodeEvidence:
             named = [o for o in named if not self._names_the_tool(o)]
         if not named:  # "so she can edit it" → `role: writer`
             named = [o for o in options if isinstance(o, str) and self.said.names_by_action(o, self._tool_verbs)]
+        if not named:  # "the last four weeks" → `short_term`, described as "approximately last 4 weeks"
+            glossed = self.said.named_by_gloss(option_glosses(schema, [o for o in options if isinstance(o, str)]))
+            named = [glossed] if glossed is not None else []
         if {str(o).lower() for o in options} == {"true", "false"}:  # a flag written as an enum of strings
             flag = self.said.flag_value(arg)
             named = [o for o in options if flag is not None and str(o).lower() == str(flag).lower()]
@@ -327,7 +334,9 @@ class NodeEvidence:
             if not cued and kind.kind in ADDRESS_KINDS and len(inside) == 1 and self._only_of_kind(kind):
                 cued = inside  # the step's one e-mail address, URL or phone number, for the tool's one argument of it
             said = [k for k in keywords if self.said.keyword_for(k, arg)]  # "with me as the owner" → "me"
-            return self._optional(arg, kind, [*(c.value for c in cued), *said], same, typed=True)
+            joined = [",".join(str(c.value) for c in cued)] if _comma_list(schema) and len(cued) > 1 else []
+            joined = [text for text in joined if fits_string(text, schema)]
+            return self._optional(arg, kind, [*joined, *(c.value for c in cued), *said], same, typed=True)
 
         def written(cands: list[Candidate]) -> list[Any]:
             return [str(c.value) if c.is_number else c.value for c in cands]  # (ids and phones are text)
@@ -338,11 +347,25 @@ class NodeEvidence:
         # leaves `userId` its "me")
         others = [] if cued or keywords else written(inside)
         literal = list(dict.fromkeys([*written(cued), *keywords, *others]))
+        tied = written(cued) or written(inside)
+        if _comma_list(schema) and len(tied) > 1 and fits_string(listed := ",".join(dict.fromkeys(tied)), schema):
+            literal.insert(0, listed)  # "artists 0TnO… and 3WrF…" → "0TnO…,3WrF…"
         missing = None
         if not literal and not same and not could_supply(self.upstream, kind, arg, self.lex):
             missing = f"the request gives no {_kind_words(kind.kind)} for it"
         closed = bool(literal) or bool(same)  # a literal of its shape, or an earlier output named like it
         return ArgOptions(arg, True, kind, tuple(literal), same, typed=True, closed=closed, missing=missing)
+
+    def _country(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...], code: str) -> ArgOptions:
+        """An ISO 3166-1 country code: the code of the one country the step names ("available in Germany" →
+        "DE"); left to the model (required) or out (optional) when it names none or several."""
+        named = countries_named(
+            (str(c.value) for c in self._inside() if c.kind in ("phrase", "code", "ngram")), self.lex.country_aliases
+        )
+        if len(named) == 1:
+            return ArgOptions(arg, required, kind, (named[0][1] if code == "alpha_3" else named[0][0],), typed=True,
+                              closed=True)  # fmt: skip
+        return ArgOptions(arg, True, kind) if required else self._optional(arg, kind, [], same)
 
     def _tied_only_to(self, c: Candidate, arg: str) -> bool:
         """No other argument of the tool is tied to the value as strongly (`addLabelIds`, `removeLabelIds`
@@ -421,6 +444,15 @@ def _counterparts(a: str, b: str) -> bool:
     `timeMin` / `timeMax` (the two ends of one span)."""
     x, y = ordered_tokens(a), ordered_tokens(b)
     return len(x) == len(y) and sum(1 for i, j in zip(x, y, strict=True) if i != j) == 1
+
+
+_COMMA_LIST = re.compile(r"\bcomma[- ]?(?:separated|delimited)\b|\bseparated by (?:a )?commas?\b", re.IGNORECASE)
+
+
+def _comma_list(schema: Mapping[str, Any]) -> bool:
+    """A string its description declares a comma-separated list ("A comma-separated list of the Spotify IDs"):
+    several values tied to it are written joined, in the request's order."""
+    return schema.get("type", "string") == "string" and bool(_COMMA_LIST.search(str(schema.get("description", ""))))
 
 
 def _kind_words(kind: str) -> str:

@@ -114,6 +114,7 @@ class Lexicon:
     markup_fields: frozenset[str] = frozenset()
     plain_fields: frozenset[str] = frozenset()
     media_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    country_aliases: Mapping[str, str] = field(default_factory=dict)  # "uk" → GB (planner/countries.py)
     role_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     negations: frozenset[str] = frozenset()
     denominators: frozenset[str] = frozenset()
@@ -247,6 +248,9 @@ def _load(path: Path, language: str) -> Lexicon:
         markup_fields=_words(data.get("markup_fields")),
         plain_fields=_words(data.get("plain_fields")),
         media_types=MappingProxyType({k: _words(v) for k, v in (data.get("media_types") or {}).items()}),
+        country_aliases=MappingProxyType(
+            {str(k).lower(): str(v).upper() for k, v in (data.get("country_aliases") or {}).items()}
+        ),
         role_words=MappingProxyType({k: _words(v) for k, v in (data.get("role_words") or {}).items()}),
         negations=_words(data.get("negations")),
         denominators=_words(data.get("denominators")),

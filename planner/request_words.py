@@ -21,6 +21,7 @@ class RequestWords:
         self.lex = lex
         glossed = lexicon_for(text).glossed(text)  # a request in another language: its glossary's English words
         self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", glossed)]
+        self.numbers = set(re.findall(r"\d+", glossed))
 
     def names_option(self, option: str, arg: str = "") -> bool:
         """The request's words name an enum option: its words in a row (plurals allowed), without the words
@@ -55,6 +56,32 @@ class RequestWords:
             and 2 < len(option) <= 4
             and any(w.startswith(code) and len(w) <= len(code) + 3 for w in self.words)
         )
+
+    def named_by_gloss(self, glosses: Mapping[str, str]) -> str | None:
+        """The one option whose explanation shares the most content words with the request ("the last four
+        weeks" → `short_term`: "approximately last 4 weeks"; "the past year" → `long_term`: "~1 year of
+        data"), numbers written as words or digits alike, a word of two explanations counting for neither; None
+        when none shares a word, or two share as many."""
+        said = {self._content(w) for w in self.words if w not in self.lex.stopwords}
+        said |= {str(self.lex.number_words[w]) for w in self.words if w in self.lex.number_words}
+        said |= self.numbers
+        content = {
+            option: {self._content(w.lower()) for w in re.findall(r"[A-Za-z]+|\d+", gloss)} - self.lex.stopwords
+            for option, gloss in glosses.items()
+        }
+        seen: dict[str, int] = {}
+        for words in content.values():
+            for w in words:
+                seen[w] = seen.get(w, 0) + 1
+        scores: dict[str, int] = {}  # words of one explanation only count ("last" is in two of them)
+        for option, words in content.items():
+            scores[option] = len({w for w in words if seen[w] == 1} & said)
+        best = max(scores.values(), default=0)
+        top = [o for o, n in scores.items() if n == best]
+        return top[0] if best > 0 and len(top) == 1 else None
+
+    def _content(self, word: str) -> str:
+        return word if word.isdigit() else self.lex.stem(_singular(word))
 
     def heard(self, arg: str) -> int:
         """How many distinct words of an argument's name (a field's own name) the request uses."""

@@ -935,3 +935,45 @@ def test_a_change_names_its_field_before_the_thing_and_its_new_value_after_to() 
     options = NodeEvidence(extract(request, TODAY), None, []).node(tool)
     assert options["body.location"].values == ("Room 4B",)
     assert not options["body.conference.meetingCode"].supported
+
+
+def test_a_comma_separated_list_takes_the_ids_joined_and_an_explained_option_its_meaning() -> None:
+    """A string declared "A comma-separated list of the IDs" is offered the request's ids joined, in order; an
+    option the description explains in parentheses is chosen by the explanation's words ("the last four
+    weeks" → `short_term`, "approximately last 4 weeks"), a word of two explanations ("last") deciding nothing."""
+    ids = {"type": "string", "description": "A comma-separated list of the artist IDs. Maximum: 50 IDs."}
+    span = {"type": "string", "description": "Over what time frame. Valid values: `long_term` (calculated from ~1 "
+            "year of data), `medium_term` (approximately last 6 months), `short_term` (approximately last 4 weeks)."
+            " Default: `medium_term`."}  # fmt: skip
+    tools = [
+        rc.function("get-artists", "Gets several artists.", {"ids": ids}, ["ids"]),
+        rc.function("get-top-songs", "Gets the user's top songs.", {"time_range": span}, []),
+    ]
+    got = options_of(tools, "get-artists", "Get the artists 0TnOYISbd1XYRBk9myaseg and 3WrFJ7ztbogyGnTHbHJFl2")
+    assert got["ids"].values[0] == "0TnOYISbd1XYRBk9myaseg,3WrFJ7ztbogyGnTHbHJFl2"
+    spans = {
+        "Show my top songs of the last four weeks": ("short_term",),
+        "My top songs over the past year": ("long_term",),
+        "My top songs of the last months": ("medium_term",),  # "last" is in two explanations, "months" in one
+        "Show my top songs": (),
+    }
+    for request, expected in spans.items():
+        assert options_of(tools, "get-top-songs", request)["time_range"].values == expected, request
+
+
+def test_a_country_code_argument_takes_the_code_of_the_country_named() -> None:
+    """A description whose first sentence declares an ISO 3166-1 code takes the country the step names, in the
+    declared alpha form (pycountry's names and the lexicon's aliases); a filter that only mentions such codes
+    later, in a syntax of its own, is not one; no country named, nothing written."""
+    market = {"type": "string", "description": "An ISO 3166-1 alpha-2 country code. If given, only content "
+              "available in that market is returned."}  # fmt: skip
+    three = {"type": "string", "description": "The ISO 3166-1 alpha-3 country code of the shop."}
+    components = {"type": "string", "description": "A grouping of places. Countries must be passed as an ISO "
+                  "3166-1 Alpha-2 compatible country code, as country:fr."}  # fmt: skip
+    tools = [rc.function("search", "Searches the catalog.", {"q": TEXT, "market": market, "shop_country": three,
+                         "components": components}, ["q"])]  # fmt: skip
+    germany = options_of(tools, "search", "Search for 'Dark' available in Germany")
+    assert germany["market"].values == ("DE",) and germany["shop_country"].values == ("DEU",)
+    assert not germany["components"].supported
+    assert options_of(tools, "search", "Search for 'Dark' in the UK")["market"].values == ("GB",)
+    assert not options_of(tools, "search", "Search for 'Dark'")["market"].supported
