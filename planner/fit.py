@@ -43,6 +43,8 @@ _TAKES = {
 }
 _DEPTH = 3  # nested parameter levels read (an event's `start.dateTime`)
 _PARAMETERS = 200  # parameters read per tool at most
+_BRANCHES = ("allOf", "anyOf", "oneOf")  # composed schemas: their branches' parameters are the tool's too
+_BRANCHES_READ = 16  # branches read per composed schema at most
 
 
 def _stem(word: str, lex: Lexicon) -> str:
@@ -133,10 +135,16 @@ def name_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndarra
 
 
 def _parameters(schema: Any, depth: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(name, schema) of every parameter of an object schema, nested objects and array items included, to
-    `_DEPTH` levels."""
+    """(name, schema) of every parameter of an object schema, nested objects, array items and the branches of
+    `allOf`/`anyOf`/`oneOf` included, to `_DEPTH` levels (a parameter several branches declare comes once per
+    branch; the callers count kinds and options, not occurrences)."""
     if not isinstance(schema, dict) or depth > _DEPTH:
         return
+    for key in _BRANCHES:  # a body that is one of several shapes (DigitalOcean's droplet actions) has each one's
+        branches = schema.get(key)
+        if isinstance(branches, list):
+            for branch in branches[:_BRANCHES_READ]:
+                yield from _parameters(branch, depth + 1)
     items = schema.get("items")
     if isinstance(items, dict):
         yield from _parameters(items, depth + 1)

@@ -124,6 +124,41 @@ def test_a_step_naming_an_option_of_a_tools_enum_fits_that_tool() -> None:
     assert option_fit(zh, whole(zh), actions)[0, 0] > 0
 
 
+def test_an_option_offered_by_one_branch_of_a_composed_body_fits_that_tool() -> None:
+    """A body that is one of several shapes (DigitalOcean's droplet actions: `oneOf` reboot, resize,
+    snapshot…, each with its own `type` enum) offers every branch's options; branches deeper than the
+    nesting bound are not read."""
+    branch = {"type": "object", "properties": {"type": {"type": "string", "enum": ["snapshot"]}, "name": {"type": "string"}}}
+    other = {"type": "object", "properties": {"type": {"type": "string", "enum": ["reboot"]}}}
+    read = fn("get_droplet_action", "Retrieve an existing droplet action.", {"action_id": {"type": "string"}})
+    composed = fn("post_droplet_action", "Initiate a droplet action.", {"body": {"oneOf": [other, {"allOf": [branch]}]}})
+    actions = ToolCatalog.from_openai([composed, read])
+    request = "Take a snapshot of droplet 42"
+    fit = option_fit(request, whole(request), actions)
+    assert fit[0, 0] > fit[0, 1]
+    assert option_fit("Reboot droplet 42", whole("Reboot droplet 42"), actions)[0, 0] > 0
+    deep: dict[str, Any] = branch
+    for _ in range(3):
+        deep = {"anyOf": [deep]}
+    buried = ToolCatalog.from_openai([fn("post_droplet_action", "Initiate.", {"body": deep}), read])
+    assert option_fit(request, whole(request), buried)[0, 0] == 0
+
+
+def test_a_chinese_playback_request_is_read_through_its_glosses() -> None:
+    """"把音量调到 75%" writes volume and set through the glossary: the volume tool, not the repeat mode."""
+    player = ToolCatalog.from_openai([
+        fn("set_volume_for_users_playback", "Set the volume for the user's current playback device.",
+           {"volume_percent": {"type": "integer"}}, ["volume_percent"]),
+        fn("set_repeat_mode_on_users_playback", "Set the repeat mode for the user's playback.",
+           {"state": {"type": "string", "enum": ["track", "context", "off"]}}, ["state"]),
+    ])  # fmt: skip
+    request = "把音量调到 75%"
+    fit = name_fit(request, whole(request), player)
+    assert fit[0, 0] > fit[0, 1]
+    repeat = "单曲循环"
+    assert name_fit(repeat, whole(repeat), player)[0, 1] > name_fit(repeat, whole(repeat), player)[0, 0]
+
+
 def test_two_written_words_match_one_compound_name_word() -> None:
     lists = ToolCatalog.from_openai(
         [
