@@ -60,11 +60,11 @@ def one_option_one_argument(out: dict[str, ArgOptions], heard: Callable[[str], i
 
 def one_date_one_field(out: dict[str, ArgOptions], schemas: Mapping[str, Any], *, clock: bool) -> None:
     """Two optional fields for one moment, a date-only and a date-time one (Asana's `due_on` and `due_at`,
-    `start_on` and `start_at`: their names differ in the last word only), both offered the request's date:
-    a date said without a clock (`clock`: the step says a time of day) is the date-only field's, one with a
-    clock the date-time field's; the other field is not written. A field is a date-time one by its kind,
-    its examples ("2019-09-15T02:06:58.147Z") or a description of a "date and time" (Asana declares
-    `due_at` `format: date`)."""
+    `start_on` and `start_at`, `due_on_before` and `due_at_before`: their names differ in one word), both
+    offered the request's date: a date said without a clock (`clock`: the step says a time of day) is the
+    date-only field's, one with a clock the date-time field's; the other field is not written. A field is a
+    date-time one by its kind, its examples ("2019-09-15T02:06:58.147Z") or a description of a "date and
+    time" (Asana declares `due_at` `format: date`)."""
     dated = {arg: o for arg, o in out.items() if o.kind.is_date and not o.required and o.supported and o.values}
 
     def timed(arg: str) -> bool:
@@ -82,18 +82,23 @@ def one_date_one_field(out: dict[str, ArgOptions], schemas: Mapping[str, Any], *
         )
 
     for arg, options in dated.items():
-        role = ordered_tokens(arg)[:-1]
-        if not role or not timed(arg):
+        if len(ordered_tokens(arg)) < 2 or not timed(arg):
             continue
         days = {str(v)[:10] for v in options.values}
         for twin, other in dated.items():
-            if twin == arg or ordered_tokens(twin)[:-1] != role or timed(twin):
+            if twin == arg or not _one_word_apart(arg, twin) or timed(twin):
                 continue
             if not days <= {str(v)[:10] for v in other.values}:
                 continue  # not the same date: two moments
             loser = twin if clock else arg
             out[loser] = replace(out[loser], values=(), typed=True, closed=True, supported=False)
             break
+
+
+def _one_word_apart(a: str, b: str) -> bool:
+    """Two names of as many words that differ in one of them: `due_on`/`due_at`, `due_on_before`/`due_at_before`."""
+    x, y = ordered_tokens(a), ordered_tokens(b)
+    return len(x) == len(y) and sum(1 for p, q in zip(x, y, strict=True) if p != q) == 1
 
 
 _CLOCK_EXAMPLE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")

@@ -101,6 +101,7 @@ class Lexicon:
     limit_args: frozenset[str] = frozenset()
     unit_words: frozenset[str] = frozenset()
     limit_cues: frozenset[str] = frozenset()
+    count_openers: frozenset[str] = frozenset()
     limit_tails: tuple[str, ...] = ()
     flag_antonyms: Mapping[str, str] = field(default_factory=dict)
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -235,6 +236,7 @@ def _load(path: Path, language: str) -> Lexicon:
         limit_args=_words(data.get("limit_args")),
         unit_words=_words(data.get("unit_words")),
         limit_cues=_words(data.get("limit_cues")),
+        count_openers=_words(data.get("count_openers")),
         limit_tails=tuple(str(p) for p in data.get("limit_tails") or ()),
         flag_antonyms=MappingProxyType(_antonyms(data.get("flag_antonyms"))),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),

@@ -24,7 +24,8 @@ def list_size(inside: Sequence[Candidate], text: str, ties: Ties, listed: set[st
     that counts the things listed: the plural of what the tool lists (`listed`: stems of the nouns of its
     name and of its output's list fields) follows it within four words, no unit first ("the ten most
     recently modified files"; not "within 20 km", "a single send", "only two levels deep"), or a limit word
-    comes right before it ("up to 50", "the last 10", "最多 20 个") or after it ("10 at most"); never one a unit
+    comes right before it ("up to 50", "the last 10", "最多 20 个") or after it ("10 at most"), or a verb asking
+    for things opens it ("Show me 5 cinemas near …"); never one a unit
     follows ("the last four weeks"). Empty when there is none or several."""
     lex, local = lexicon("en"), lexicon_for(text)
     counts = []
@@ -42,13 +43,23 @@ def list_size(inside: Sequence[Candidate], text: str, ties: Ties, listed: set[st
         )
         if not cued and local.limit_tails:
             cued = " ".join(after[:2]).startswith(local.limit_tails)  # "10 at most", "20 max"
+        opened = _opens_count(before, local.count_openers)
         counted = False
         for word in after[:4]:
             if word in lex.unit_words:
                 break
             if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-                counted = lex.stem(word) in listed
+                counted = lex.stem(word) in listed or (opened and word is after[0])
                 break
         if cued or counted:
             counts.append(c.value)
     return counts if len(set(counts)) == 1 else []
+
+
+def _opens_count(before: str, openers: frozenset[str]) -> bool:
+    """The words before the number are a verb asking for things, with at most "me" or "us" between
+    ("Show me 5 cinemas", "find 3 hotels"): the plural right after the number is what is asked for."""
+    words = re.findall(r"[a-z]+", before)
+    while words and words[-1] in ("me", "us"):
+        words.pop()
+    return bool(words) and words[-1] in openers

@@ -104,6 +104,8 @@ class Ties:
         role = cue[-1] if cue and role_match(cue[-1], tokens | around, self.lex) else ""
         if not role and roles and self._opens_range(c) and role_match("from", tokens | around, self.lex):
             role = "from"
+        if not role and roles and self._closes_between(c) and role_match("until", tokens | around, self.lex):
+            role = "until"  # "between June 1 and June 30": the second value ends the range
         if roles and role:
             score += w["role"]
             holder = {t for t in name_tokens(parent.rpartition(".")[2]) if len(t) > 1} if parent else set()
@@ -135,6 +137,23 @@ class Ties:
                 words = re.findall(r"[A-Za-z]+", lexicon_for(between).glossed(between).lower())
                 dash = re.fullmatch(r"\s*[-–—~]\s*", between) is not None
                 return dash or (len(words) == 1 and words[0] in self.lex.range_words)
+        return False
+
+    def _closes_between(self, c: Candidate) -> bool:
+        """The second of two values of one kind written "between A and B" (dates, times or numbers): "due
+        between June 1 and June 30, 2027", "between 10 and 20 seats"."""
+        if c.start < 0 or not (c.kind in TIMED_KINDS or c.is_number):
+            return False
+        family = TIMED_KINDS if c.kind in TIMED_KINDS else None
+        for v in self.values.candidates:
+            same = v.kind in family if family is not None else v.is_number
+            if not (v.written and same and 0 <= v.end < c.start <= v.end + 8):
+                continue
+            if self.values.text[v.end : c.start].strip().lower() != "and":
+                continue
+            words = re.findall(r"[A-Za-z]+", self.values.text[max(0, v.start - 16) : v.start].lower())
+            if words and words[-1] == "between":
+                return True
         return False
 
     def _field_of(self, c: Candidate) -> str:

@@ -977,3 +977,34 @@ def test_a_country_code_argument_takes_the_code_of_the_country_named() -> None:
     assert not germany["components"].supported
     assert options_of(tools, "search", "Search for 'Dark' in the UK")["market"].values == ("GB",)
     assert not options_of(tools, "search", "Search for 'Dark'")["market"].supported
+
+
+def test_a_range_said_between_two_values_fills_its_start_and_its_end() -> None:
+    """"between June 1 and June 30, 2027": the first date is the range's start (`due_on_after`), the one
+    after "and" its end (`due_on_before`); the date-time twins a word apart (`due_at_after`) stay unwritten
+    for dates said without a clock; numbers the same way (`minSeats`, `maxSeats`)."""
+    date_only = {"type": "string", "format": "date"}
+    moment = {"type": "string", "format": "date-time"}
+    tools = [
+        rc.function("searchTasks", "Search the tasks of a workspace.", {
+            "text": {"type": "string"}, "due_on_after": date_only, "due_on_before": date_only,
+            "due_at_after": moment, "due_at_before": moment, "limit": {"type": "integer"}}, []),
+        rc.function("searchRooms", "Search meeting rooms.", {
+            "minSeats": {"type": "integer"}, "maxSeats": {"type": "integer"}}, []),
+    ]  # fmt: skip
+    options = options_of(tools, "searchTasks", "Search for milestones due between June 1 and June 30, 2027.")
+    assert options["due_on_after"].values == ("2027-06-01",)
+    assert options["due_on_before"].values == ("2027-06-30",)
+    assert not options["due_at_after"].supported and not options["due_at_before"].supported
+    rooms = options_of(tools, "searchRooms", "Find rooms with between 10 and 20 seats")
+    assert rooms["minSeats"].values == (10,) and rooms["maxSeats"].values == (20,)
+
+
+def test_a_count_right_after_a_verb_asking_for_things_is_the_lists_size() -> None:
+    """"Show me 5 cinemas near …": what is asked for is a category of what the tool lists (localities), not
+    a word of its name; the count is still the list's size. Not a measure ("find 5 km of road")."""
+    tools = [rc.function("localitiesNearby", "Nearby points of interest.", {
+        "location": {"type": "string"}, "limit": {"type": "integer"}}, ["location"])]  # fmt: skip
+    assert options_of(tools, "localitiesNearby", "Show me 5 cinemas near 48.8584,2.2945")["limit"].values == (5,)
+    assert options_of(tools, "localitiesNearby", "Find 3 pharmacies near 48.85,2.35")["limit"].values == (3,)
+    assert not options_of(tools, "localitiesNearby", "Find 5 km of trails near 48.85,2.35")["limit"].values
