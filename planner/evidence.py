@@ -47,6 +47,7 @@ from planner.dates import DateFormat, stated_zone
 from planner.lexicon import lexicon
 from planner.list_size import list_size
 from planner.lookups import description_keywords, is_lookup, name_verbs, nouns
+from planner.measures import declared_measure, declared_unit
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
 from planner.slot_candidates import fits_string
@@ -80,6 +81,7 @@ class NodeEvidence:
         self.ties = Ties(values, self.lex)
         self.said = RequestWords(values.text, self.lex)
         self._kinds: dict[str, ArgKind] = {}
+        self._properties: Mapping[str, Any] = {}  # the tool's arguments' schemas
         self._tool_verbs: set[str] = set()
         self._lists = False  # the tool lists or finds things (its size argument takes a count)
         self._listed: set[str] = set()  # stems of what it lists
@@ -139,6 +141,7 @@ class NodeEvidence:
         """`required`: decide it as a required argument whatever the tool says (a field its object needs)."""
         entity = frozenset(self.lex.stem(w) for w in nouns(tool.name, self.lex))
         self._tool_verbs = {self.lex.stem(v) for v in name_verbs(tool.name, self.lex)}
+        self._properties = tool.properties
         self._lists = is_lookup(tool, self.lex)
         self._listed = set(entity) | {  # what the tool lists: the nouns of its name, its output's list fields
             self.lex.stem(w) for path, kind in tool.output_fields if kind == "array" for w in ordered_tokens(path)
@@ -392,6 +395,17 @@ class NodeEvidence:
         point = [c.value for c in self._inside() if axis and c.kind == axis]
         if point:  # "within 5 km of 45.5017,-73.5673": its latitude, its longitude
             return ArgOptions(arg, required, kind, tuple(point), typed=True, closed=True)
+        declared = declared_unit(schema)
+        measured = declared_measure(schema, self._inside()) if declared is not None else []
+        # "within 5 km" → `radius: 5000` ("Unit in meters"), when no other argument of the tool measures the same
+        if measured and declared is not None and any(
+            (other := declared_unit(s)) is not None and other[0] == declared[0]
+            for a, s in self._properties.items()
+            if a != arg and isinstance(s, dict)
+        ):
+            measured = []
+        if measured:
+            return ArgOptions(arg, required, kind, tuple(measured), typed=True, closed=not required, supported=True)
         if required:
             has = any(c.is_number for c in self.values.candidates)
             supplied = has or bool(same) or could_supply(self.upstream, kind, arg, self.lex)

@@ -1008,3 +1008,24 @@ def test_a_count_right_after_a_verb_asking_for_things_is_the_lists_size() -> Non
     assert options_of(tools, "localitiesNearby", "Show me 5 cinemas near 48.8584,2.2945")["limit"].values == (5,)
     assert options_of(tools, "localitiesNearby", "Find 3 pharmacies near 48.85,2.35")["limit"].values == (3,)
     assert not options_of(tools, "localitiesNearby", "Find 5 km of trails near 48.85,2.35")["limit"].values
+
+
+def test_a_measure_is_written_in_the_unit_the_argument_declares() -> None:
+    """"within 5 km" for a radius "Unit in meters" is 5000; "2 hours" for a duration "in seconds" is 7200; a
+    timestamp "in seconds since 1970" is no duration; two arguments measuring lengths take neither."""
+    meters = {"type": "number", "description": "Unit in meters. To bias the results within a circular area."}
+    tools = [
+        rc.function("storeSearch", "Search stores.", {"radius": meters, "lat": {"type": "number"}}, []),
+        rc.function("muteChannel", "Mute a channel.", {
+            "channel": {"type": "string"},
+            "duration": {"type": "integer", "description": "How long to mute, in seconds."},
+            "until": {"type": "integer", "description": "Unix timestamp in seconds since 1970."}}, ["channel"]),
+        rc.function("route", "A route.", {"radius": meters, "accuracy": {"type": "integer",
+                    "description": "Accuracy in meters."}}, []),
+    ]  # fmt: skip
+    assert options_of(tools, "storeSearch", "Find stores within 5 km of 45.5,-73.5")["radius"].values == (5000,)
+    assert options_of(tools, "storeSearch", "Find stores within 2 miles")["radius"].values == (3218.688,)
+    assert not options_of(tools, "storeSearch", "Find 5 stores")["radius"].supported  # a count, no unit
+    muted = options_of(tools, "muteChannel", "Mute #ops for 2 hours")
+    assert muted["duration"].values == (7200,) and not muted["until"].supported
+    assert not options_of(tools, "route", "A route within 5 km")["radius"].supported  # which length is it?
