@@ -103,6 +103,7 @@ class Lexicon:
     limit_cues: frozenset[str] = frozenset()
     count_openers: frozenset[str] = frozenset()
     limit_tails: tuple[str, ...] = ()
+    count_classifiers: frozenset[str] = frozenset()  # unsegmented languages: a number's counting word (个, 张)
     flag_antonyms: Mapping[str, str] = field(default_factory=dict)
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
@@ -238,6 +239,7 @@ def _load(path: Path, language: str) -> Lexicon:
         limit_cues=_words(data.get("limit_cues")),
         count_openers=_words(data.get("count_openers")),
         limit_tails=tuple(str(p) for p in data.get("limit_tails") or ()),
+        count_classifiers=_words(data.get("count_classifiers")),
         flag_antonyms=MappingProxyType(_antonyms(data.get("flag_antonyms"))),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),

@@ -24,8 +24,9 @@ def list_size(inside: Sequence[Candidate], text: str, ties: Ties, listed: set[st
     that counts the things listed: the plural of what the tool lists (`listed`: stems of the nouns of its
     name and of its output's list fields) follows it within four words, no unit first ("the ten most
     recently modified files"; not "within 20 km", "a single send", "only two levels deep"), or a limit word
-    comes right before it ("up to 50", "the last 10", "最多 20 个") or after it ("10 at most"), or a verb asking
-    for things opens it ("Show me 5 cinemas near …"); never one a unit
+    comes right before it ("up to 50", "the last 10", "最多 20 个") or after it ("10 at most"), a Chinese
+    classifier follows it ("20 张就行"), or a verb asking for things opens it ("Show me 5 cinemas near …");
+    never one a unit
     follows ("the last four weeks"). Empty when there is none or several."""
     lex, local = lexicon("en"), lexicon_for(text)
     counts = []
@@ -43,6 +44,8 @@ def list_size(inside: Sequence[Candidate], text: str, ties: Ties, listed: set[st
         )
         if not cued and local.limit_tails:
             cued = " ".join(after[:2]).startswith(local.limit_tails)  # "10 at most", "20 max"
+        if not cued and local.count_classifiers:
+            cued = text[c.end : c.end + 2].strip()[:1] in local.count_classifiers  # "专辑，20 张就行"
         opened = _opens_count(before, local.count_openers)
         counted = False
         for word in after[:4]:
