@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -18,18 +19,57 @@ import pycountry
 _DECLARES = re.compile(r"\b(?:ISO[ -]?3166(?:-1)?|country code)\b", re.IGNORECASE)
 _ALPHA3 = re.compile(r"\balpha[ -]?3\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
+# a filter's own syntax in an example: a key, a colon and a code ("country:fr"), several joined by one mark
+_KEYED = re.compile(r"(?<![\w:])([a-z_]+):([A-Za-z]{2,3})(?:([|,;])\1:[A-Za-z]{2,3})*(?![\w:])")
+_EXAMPLE_LEN = 200  # an example longer than this is prose, not a value to read a syntax from
 
 
-def country_format(schema: Any) -> str | None:
-    """"alpha_2" or "alpha_3" when the description's first sentence says the argument *is* an ISO 3166-1
-    country code ("An ISO 3166-1 alpha-2 country code."); None otherwise (a filter that only mentions codes
-    in a later sentence, Woosmap's `components: country:fr`, writes them in its own syntax)."""
+@dataclass(frozen=True)
+class CountryCode:
+    """How an argument writes a country: ISO 3166-1 alpha-2 or alpha-3, bare ("DE") or in a filter's own
+    syntax read from the schema's example (`key` "country", lower case, `joiner` "|": "country:fr|country:es")."""
+
+    alpha3: bool = False
+    key: str = ""
+    lower: bool = False
+    joiner: str = ""
+
+    def render(self, named: list[tuple[str, str]]) -> str | None:
+        """The argument's value for the countries named ((alpha-2, alpha-3) each); None when it takes one
+        code only and several are named."""
+        codes = [c[1] if self.alpha3 else c[0] for c in named]
+        if not codes or (len(codes) > 1 and not self.joiner):
+            return None
+        written = [f"{self.key}:{c.lower() if self.lower else c}" if self.key else c for c in codes]
+        return self.joiner.join(written)
+
+
+def country_format(schema: Any) -> CountryCode | None:
+    """The argument takes ISO 3166-1 country codes: bare when the description's first sentence says it *is*
+    one ("An ISO 3166-1 alpha-2 country code."); in the filter's own syntax when the description declares
+    the codes anywhere and an example writes one as `key:code` (Woosmap's `components`, "Countries must be
+    passed as an ISO 3166-1 Alpha-2 … code", example `country:fr|country:es`). None otherwise."""
     if not isinstance(schema, dict) or schema.get("type", "string") != "string" or "enum" in schema:
         return None
-    first = _SENTENCE.split(str(schema.get("description", "")).strip(), maxsplit=1)[0]
-    if not _DECLARES.search(first):
+    description = str(schema.get("description", "")).strip()
+    if not _DECLARES.search(description):
         return None
-    return "alpha_3" if _ALPHA3.search(first) else "alpha_2"
+    listed = schema.get("examples")
+    examples = [schema.get("example"), *(listed if isinstance(listed, list) else [])]
+    for text in [*(e[:_EXAMPLE_LEN] for e in examples if isinstance(e, str)), description]:
+        for match in _KEYED.finditer(text):
+            code = match.group(2)
+            if _is_code(code):
+                return CountryCode(len(code) == 3, match.group(1), code.islower(), match.group(3) or "")
+    first = _SENTENCE.split(description, maxsplit=1)[0]
+    return CountryCode(alpha3=bool(_ALPHA3.search(first))) if _DECLARES.search(first) else None
+
+
+def _is_code(code: str) -> bool:
+    """An ISO 3166-1 alpha-2 or alpha-3 code, in either case."""
+    upper = code.upper()
+    found = pycountry.countries.get(alpha_2=upper) if len(upper) == 2 else pycountry.countries.get(alpha_3=upper)
+    return found is not None
 
 
 @lru_cache(maxsize=1)

@@ -42,7 +42,7 @@ from planner.arg_options import (
 )
 from planner.argkinds import ArgKind, classify, described_options, option_glosses, ordered_tokens
 from planner.catalog import ToolDef
-from planner.countries import countries_named, country_format
+from planner.countries import CountryCode, countries_named, country_format
 from planner.dates import DateFormat, stated_zone
 from planner.lexicon import lexicon
 from planner.list_size import list_size
@@ -359,15 +359,18 @@ class NodeEvidence:
         closed = bool(literal) or bool(same)  # a literal of its shape, or an earlier output named like it
         return ArgOptions(arg, True, kind, tuple(literal), same, typed=True, closed=closed, missing=missing)
 
-    def _country(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...], code: str) -> ArgOptions:
+    def _country(
+        self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...], code: CountryCode
+    ) -> ArgOptions:
         """An ISO 3166-1 country code: the code of the one country the step names ("available in Germany" →
-        "DE"); left to the model (required) or out (optional) when it names none or several."""
+        "DE"; "in the UK" → `country:gb` in a filter whose example writes `country:fr`), several joined as
+        the example joins them; left to the model (required) or out (optional) when it names none, or several
+        where the argument takes one."""
         named = countries_named(
             (str(c.value) for c in self._inside() if c.kind in ("phrase", "code", "ngram")), self.lex.country_aliases
         )
-        if len(named) == 1:
-            return ArgOptions(arg, required, kind, (named[0][1] if code == "alpha_3" else named[0][0],), typed=True,
-                              closed=True)  # fmt: skip
+        if (value := code.render(named)) is not None:
+            return ArgOptions(arg, required, kind, (value,), typed=True, closed=True)
         return ArgOptions(arg, True, kind) if required else self._optional(arg, kind, [], same)
 
     def _tied_only_to(self, c: Candidate, arg: str) -> bool:

@@ -963,8 +963,9 @@ def test_a_comma_separated_list_takes_the_ids_joined_and_an_explained_option_its
 
 def test_a_country_code_argument_takes_the_code_of_the_country_named() -> None:
     """A description whose first sentence declares an ISO 3166-1 code takes the country the step names, in the
-    declared alpha form (pycountry's names and the lexicon's aliases); a filter that only mentions such codes
-    later, in a syntax of its own, is not one; no country named, nothing written."""
+    declared alpha form (pycountry's names and the lexicon's aliases); a filter that declares such codes
+    later and writes them in a syntax of its own (`country:fr`) takes the code in that syntax, several
+    joined as its example joins them; no country named, nothing written."""
     market = {"type": "string", "description": "An ISO 3166-1 alpha-2 country code. If given, only content "
               "available in that market is returned."}  # fmt: skip
     three = {"type": "string", "description": "The ISO 3166-1 alpha-3 country code of the shop."}
@@ -974,9 +975,15 @@ def test_a_country_code_argument_takes_the_code_of_the_country_named() -> None:
                          "components": components}, ["q"])]  # fmt: skip
     germany = options_of(tools, "search", "Search for 'Dark' available in Germany")
     assert germany["market"].values == ("DE",) and germany["shop_country"].values == ("DEU",)
-    assert not germany["components"].supported
+    assert germany["components"].values == ("country:de",)  # the filter's own syntax, as its example writes it
     assert options_of(tools, "search", "Search for 'Dark' in the UK")["market"].values == ("GB",)
     assert not options_of(tools, "search", "Search for 'Dark'")["market"].supported
+    joined = {"type": "string", "description": "Countries as ISO 3166-1 alpha-2 codes.",
+              "examples": ["country:fr|country:es"]}  # fmt: skip
+    places = [rc.function("autocomplete", "Autocomplete places.", {"input": TEXT, "components": joined}, ["input"])]
+    both = options_of(places, "autocomplete", "Find 'Saint' in France or Spain")
+    assert both["components"].values == ("country:fr|country:es",)
+    assert not options_of(places, "autocomplete", "Find 'Saint'")["components"].supported
 
 
 def test_a_range_said_between_two_values_fills_its_start_and_its_end() -> None:
@@ -1008,6 +1015,24 @@ def test_a_count_right_after_a_verb_asking_for_things_is_the_lists_size() -> Non
     assert options_of(tools, "localitiesNearby", "Show me 5 cinemas near 48.8584,2.2945")["limit"].values == (5,)
     assert options_of(tools, "localitiesNearby", "Find 3 pharmacies near 48.85,2.35")["limit"].values == (3,)
     assert not options_of(tools, "localitiesNearby", "Find 5 km of trails near 48.85,2.35")["limit"].values
+    # Chinese counts things with a classifier after the number ("20 张"), a measure takes a unit ("5 公里")
+    albums = [rc.function("get-new-releases", "Get a list of new album releases.", {
+        "limit": {"type": "integer"}, "offset": {"type": "integer"}}, [])]  # fmt: skip
+    assert options_of(albums, "get-new-releases", "给我看看最新发行的专辑，20 张就行。")["limit"].values == (20,)
+    assert not options_of(albums, "get-new-releases", "给我看看最新发行的专辑。")["limit"].supported
+    assert not options_of(tools, "localitiesNearby", "找 48.85,2.35 附近 5 公里内的药店")["limit"].values
+
+
+def test_since_and_before_fill_the_min_and_max_bounds_of_a_range() -> None:
+    """"updated since February 1, 2027 (UTC)" is the lower bound `updatedMin` (Google's naming of a range's
+    ends), at the start of that day in the zone said; "before" is the upper bound `updatedMax`."""
+    moment = {"type": "string", "format": "date-time"}
+    tools = [rc.function("annotations_list", "Retrieves a list of annotations.", {
+        "updatedMin": moment, "updatedMax": moment, "maxResults": {"type": "integer"}}, [])]  # fmt: skip
+    since = options_of(tools, "annotations_list", "Show my notes updated since February 1, 2027 (UTC).")
+    assert since["updatedMin"].values == ("2027-02-01T00:00:00Z",) and not since["updatedMax"].supported
+    before = options_of(tools, "annotations_list", "Show my notes updated before February 1, 2027 (UTC).")
+    assert before["updatedMax"].values == ("2027-02-01T00:00:00Z",) and not before["updatedMin"].supported
 
 
 def test_a_measure_is_written_in_the_unit_the_argument_declares() -> None:
