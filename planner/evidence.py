@@ -339,7 +339,9 @@ class NodeEvidence:
             said = [k for k in keywords if self.said.keyword_for(k, arg)]  # "with me as the owner" → "me"
             joined = [",".join(str(c.value) for c in cued)] if _comma_list(schema) and len(cued) > 1 else []
             joined = [text for text in joined if fits_string(text, schema)]
-            return self._optional(arg, kind, [*joined, *(c.value for c in cued), *said], same, typed=True)
+            text = schema.get("type") == "string"  # "reply to comment 93102" → `comment_id: "93102"`
+            found = [str(c.value) if c.is_number and text else c.value for c in cued]
+            return self._optional(arg, kind, [*joined, *found, *said], same, typed=True)
 
         def written(cands: list[Candidate]) -> list[Any]:
             return [str(c.value) if c.is_number else c.value for c in cands]  # (ids and phones are text)

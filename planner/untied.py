@@ -79,14 +79,14 @@ def _names_the_thing(arg: str, lex: Lexicon) -> bool:
 
 
 def _free_text(out: dict[str, ArgOptions], words: frozenset[str], lex: Lexicon) -> list[str]:
-    """Optional text arguments of the thing itself, named by one of `words`, that have no value yet."""
+    """Text arguments of the thing itself, named by one of `words`, that have no value yet (a required one
+    too: left open, the model may copy another value of the request into it, a file key into `message`)."""
     return [
         arg
         for arg, options in out.items()
         if set(ordered_tokens(arg.rpartition(".")[2])) & words
         and _names_the_thing(arg, lex)
         and options.kind.kind == "text"
-        and not options.required  # (a required one is offered every candidate anyway)
         and not options.values
         and not options.refs
         and not options.unwritable

@@ -1023,6 +1023,20 @@ def test_a_count_right_after_a_verb_asking_for_things_is_the_lists_size() -> Non
     assert not options_of(tools, "localitiesNearby", "找 48.85,2.35 附近 5 公里内的药店")["limit"].values
 
 
+def test_untied_quoted_text_fills_a_required_content_argument_and_a_numbered_id_is_text() -> None:
+    """'Leave a comment on file 8fJq…: "Can we …?"': the quote nothing ties goes to the required content
+    argument (`message`), not left for the model to copy the file key into; "reply to comment 93102" writes
+    the optional string id as "93102"."""
+    text = {"type": "string"}
+    tools = [rc.function("postComment", "Posts a new comment on the file.", {"file_key": text, "message": {
+        "type": "string", "description": "The text contents of the comment to post."}, "comment_id": {
+        "type": "string", "description": "The ID of the comment to reply to, if any."}}, ["file_key", "message"])]  # fmt: skip
+    options = options_of(tools, "postComment", 'Leave a comment on file 8fJqW2xLk0bT: "Can we bump the contrast?"')
+    assert options["message"].values == ("Can we bump the contrast?",) and not options["comment_id"].supported
+    reply = options_of(tools, "postComment", "reply to comment 93102 on file 8fJqW2xLk0bT with 'Fixed in v3'")
+    assert reply["comment_id"].values == ("93102",) and reply["message"].values == ("Fixed in v3",)
+
+
 def test_since_and_before_fill_the_min_and_max_bounds_of_a_range() -> None:
     """"updated since February 1, 2027 (UTC)" is the lower bound `updatedMin` (Google's naming of a range's
     ends), at the start of that day in the zone said; "before" is the upper bound `updatedMax`."""

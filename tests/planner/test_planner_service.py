@@ -115,9 +115,15 @@ def test_the_travel_pack_fallback_after_repeated_failures() -> None:
 
 def test_the_generic_fallback_plans_any_catalog() -> None:
     tools = [user_tool("send_sms", {"phone_number": {"type": "string"}, "message": {"type": "string"}}, "Send an SMS")]
-    result = run(service(FakePlannerLLM()), "Send an SMS saying 'on my way' to 555-123-4567", tools=tools)
-    assert result.path == "fallback"
-    assert result.plan.node("n1").args == {"phone_number": "555-123-4567", "message": "on my way"}
+    # every argument decided by the request (the quote is the content `message` writes): no engine call
+    llm = FakePlannerLLM()
+    decided = run(service(llm), "Send an SMS saying 'on my way' to 555-123-4567", tools=tools)
+    assert decided.path == "model" and llm.history == []
+    assert decided.plan.node("n1").args == {"phone_number": "555-123-4567", "message": "on my way"}
+    # an open argument the (fake) model fails to write: the rule-based planner still plans the catalog
+    result = run(service(FakePlannerLLM()), "Send an SMS to 555-123-4567 saying running late", tools=tools)
+    assert result.path == "fallback" and result.plan.node("n1").tool == "send_sms"
+    assert result.plan.node("n1").args["phone_number"] == "555-123-4567"
 
 
 @pytest.mark.parametrize("error", [LLMUnavailable("down"), LLMTimeout("slow")])
