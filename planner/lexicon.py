@@ -104,6 +104,7 @@ class Lexicon:
     count_openers: frozenset[str] = frozenset()
     limit_tails: tuple[str, ...] = ()
     count_classifiers: frozenset[str] = frozenset()  # unsegmented languages: a number's counting word (个, 张)
+    subject_forms: Mapping[str, str] = field(default_factory=dict)  # "me" → "i": a keyword said as a subject
     flag_antonyms: Mapping[str, str] = field(default_factory=dict)
     kind_words: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind_tails: frozenset[str] = frozenset()
@@ -240,6 +241,9 @@ def _load(path: Path, language: str) -> Lexicon:
         count_openers=_words(data.get("count_openers")),
         limit_tails=tuple(str(p) for p in data.get("limit_tails") or ()),
         count_classifiers=_words(data.get("count_classifiers")),
+        subject_forms=MappingProxyType(
+            {str(k).lower(): str(v).lower() for k, v in (data.get("subject_forms") or {}).items()}
+        ),
         flag_antonyms=MappingProxyType(_antonyms(data.get("flag_antonyms"))),
         kind_words=MappingProxyType({k: _words(v) for k, v in (data.get("kind_words") or {}).items()}),
         kind_tails=_words(data.get("kind_tails")),

@@ -149,13 +149,17 @@ class RequestWords:
     def keyword_for(self, keyword: str, arg: str) -> bool:
         """The request writes a description's keyword as a word and names the argument it goes to ("with
         me as the owner", "owned by me", 所有者是我 → `ownerId: "me"`): a word of the argument's name but
-        the identifier word, or the action under it ("owner" → own)."""
-        if keyword.lower() not in self.words:
-            return False
+        the identifier word, or the action under it ("owner" → own); or says it as the subject of that
+        action right before it ("a course that I own": the lexicon's `subject_forms`)."""
         wanted: set[str] = set()
         for token in ordered_tokens(arg):
             if token not in self.lex.identifier_words and len(token) > 2:
                 wanted |= {self.lex.stem(token), self.lex.stem(token[:-2]) if token.endswith(("er", "or")) else ""}
+        wanted.discard("")
+        if keyword.lower() not in self.words:
+            subject = self.lex.subject_forms.get(keyword.lower())
+            pairs = zip(self.words, self.words[1:], strict=False)
+            return subject is not None and any(w == subject and self.lex.stem(n) in wanted for w, n in pairs)
         return any(self.lex.stem(w) in wanted for w in self.words)
 
     def _actions(self, word: str) -> set[str]:

@@ -299,7 +299,9 @@ def test_an_optional_identifier_takes_its_descriptions_keyword_when_the_request_
         "Create a course 'Biology' with me as the owner": ("me",),
         "Set up a new class 'Biology' owned by me": ("me",),
         "新建一门课程“高一化学”，所有者是我": ("me",),
+        "Create a course 'Biology' that I own": ("me",),  # the keyword said as the subject of the action
         "Create a course 'Biology' and e-mail me its link": (),  # "me", but nothing says it of the owner
+        "Create a course 'Biology' that I can share": (),  # "I", but of another action
     }
     for request, owner_id in said.items():
         options = options_of(tools, "courses_create", request)
