@@ -39,12 +39,14 @@ def place_untied(
             continue
         if any(o.values == (c.value,) for o in out.values()):
             continue
-        named = _free_text(out, lex.name_args, lex)
+        named = _free_text(out, lex.name_args, lex, required=False)
         taken = c.value in searched or any(c.value in o.values for o in out.values() if o.required)
         if not named and lists and not taken:
-            named = _free_text(out, frozenset(lex.query_words), lex)  # a search's terms ("… for 'invoice 4471'": `q`)
+            # a search's terms ("… for 'invoice 4471'": `q`)
+            named = _free_text(out, frozenset(lex.query_words), lex, required=False)
         if not named and not lists:
-            named = _free_text(out, lex.content_args, lex)  # what is written ("发一条消息：“会议改到三点”": `Body`)
+            # what is written ("发一条消息：“会议改到三点”": `Body`)
+            named = _free_text(out, lex.content_args, lex, required=True)
         if named:  # the least nested first (`body.summary` before `body.attachments.0.title`)
             arg = min(named, key=field_depth)
             out[arg] = replace(out[arg], values=(c.value,), typed=True, closed=True, supported=True)
@@ -78,15 +80,18 @@ def _names_the_thing(arg: str, lex: Lexicon) -> bool:
     return len(parts) == 1 or (len(parts) == 2 and parts[0].lower() in lex.body_args)
 
 
-def _free_text(out: dict[str, ArgOptions], words: frozenset[str], lex: Lexicon) -> list[str]:
-    """Text arguments of the thing itself, named by one of `words`, that have no value yet (a required one
-    too: left open, the model may copy another value of the request into it, a file key into `message`)."""
+def _free_text(out: dict[str, ArgOptions], words: frozenset[str], lex: Lexicon, *, required: bool) -> list[str]:
+    """Text arguments of the thing itself, named by one of `words`, that have no value yet; with `required`
+    a required one too (written content: left open, the model copied the file key into Figma's `message`;
+    not a required name or title, whose value the model takes from ties this placement does not see:
+    "lyrics of 'Bohemian Rhapsody' by Queen" is no `title: Queen`)."""
     return [
         arg
         for arg, options in out.items()
         if set(ordered_tokens(arg.rpartition(".")[2])) & words
         and _names_the_thing(arg, lex)
         and options.kind.kind == "text"
+        and (required or not options.required)
         and not options.values
         and not options.refs
         and not options.unwritable

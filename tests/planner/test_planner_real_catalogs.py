@@ -1037,6 +1037,11 @@ def test_untied_quoted_text_fills_a_required_content_argument_and_a_numbered_id_
     assert options["message"].values == ("Can we bump the contrast?",) and not options["comment_id"].supported
     reply = options_of(tools, "postComment", "reply to comment 93102 on file 8fJqW2xLk0bT with 'Fixed in v3'")
     assert reply["comment_id"].values == ("93102",) and reply["message"].values == ("Fixed in v3",)
+    # a required title is not filled so: its value comes from ties the placement does not see
+    lyrics = [rc.function("find_song_lyrics", "Find the lyrics of a song", {"title": text, "artist": text},
+                          ["title", "artist"])]  # fmt: skip
+    song = options_of(lyrics, "find_song_lyrics", "Find the lyrics of 'Bohemian Rhapsody' by 'Queen'")
+    assert "Queen" not in song["title"].values
 
 
 def test_since_and_before_fill_the_min_and_max_bounds_of_a_range() -> None:
