@@ -26,8 +26,7 @@ def list_size(inside: Sequence[Candidate], text: str, ties: Ties, listed: set[st
     recently modified files"; not "within 20 km", "a single send", "only two levels deep"), or a limit word
     comes right before it ("up to 50", "the last 10", "最多 20 个") or after it ("10 at most"), a Chinese
     classifier follows it ("20 张就行"), or a verb asking for things opens it ("Show me 5 cinemas near …");
-    never one a unit
-    follows ("the last four weeks"). Empty when there is none or several."""
+    never one a unit follows ("the last four weeks"). Empty when there is none or several."""
     lex, local = lexicon("en"), lexicon_for(text)
     counts = []
     for c in inside:

@@ -84,7 +84,7 @@ def _free_text(out: dict[str, ArgOptions], words: frozenset[str], lex: Lexicon, 
     """Text arguments of the thing itself, named by one of `words`, that have no value yet; with `required`
     a required one too (written content: left open, the model copied the file key into Figma's `message`;
     not a required name or title, whose value the model takes from ties this placement does not see:
-    "lyrics of 'Bohemian Rhapsody' by Queen" is no `title: Queen`)."""
+    "the lyrics of 'Imagine' by 'John Lennon'" is no `title: John Lennon`)."""
     return [
         arg
         for arg, options in out.items()
