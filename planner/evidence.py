@@ -54,7 +54,17 @@ from planner.slot_candidates import fits_string
 from planner.ties import Ties
 from planner.untied import place_untied
 from planner.upstream import Upstream, could_supply, entity_id_refs, same_named_refs
-from planner.value_shapes import ADDRESS_KINDS, fits_type, named_only, number_of, numeric, opens_name, shaped_as
+from planner.value_shapes import (
+    ADDRESS_KINDS,
+    clock_named_id,
+    fits_type,
+    identified_things,
+    named_only,
+    number_of,
+    numeric,
+    opens_name,
+    shaped_as,
+)
 from planner.values import Candidate, RequestValues
 
 
@@ -319,13 +329,18 @@ class NodeEvidence:
         a bare number or quoted text is an identifier only when named one ("customer 4711"); an identifier
         also takes the keywords its description offers ("primary")."""
 
+        things = identified_things(schema, self.lex) if kind.is_identifier else frozenset()
+
         def usable(pool: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
+            named = [c for c in pool if clock_named_id(c, things, self.lex)]  # "nodes 12:34 and 12:35"
             shaped = [
                 c
                 for c in pool
-                if c.written and shaped_as(c, kind) and fits_string(str(c.value) if c.is_number else c.value, schema)
+                if c.written
+                and (shaped_as(c, kind) or c in named)
+                and fits_string(str(c.value) if c.is_number else c.value, schema)
             ]
-            cued = [c for c in shaped if self.ties.cued(c, arg, optional=not required)]
+            cued = [c for c in shaped if c in named or self.ties.cued(c, arg, optional=not required)]
             if kind.is_identifier:  # a bare number or quoted text only when named one; no first word of a name
                 shaped = [c for c in shaped if (c in cued or not named_only(c)) and not opens_name(c, self.values)]
             return shaped, cued

@@ -122,6 +122,8 @@ class Lexicon:
     negations: frozenset[str] = frozenset()
     denominators: frozenset[str] = frozenset()
     naming_words: frozenset[str] = frozenset()
+    place_verbs: frozenset[str] = frozenset()  # "search Spotify for …": the verb before a place searched
+    place_tails: frozenset[str] = frozenset()  # ... and the word after it
     name_args: frozenset[str] = frozenset()
     body_args: frozenset[str] = frozenset()
     flag_words: frozenset[str] = frozenset()
@@ -263,6 +265,8 @@ def _load(path: Path, language: str) -> Lexicon:
         negations=_words(data.get("negations")),
         denominators=_words(data.get("denominators")),
         naming_words=_words(data.get("naming_words")),
+        place_verbs=_words(data.get("place_verbs")),
+        place_tails=_words(data.get("place_tails")),
         name_args=_words(data.get("name_args")),
         body_args=_words(data.get("body_args")),
         flag_words=_words(data.get("flag_words")),

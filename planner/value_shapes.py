@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from planner.argkinds import ArgKind
+from planner.lexicon import Lexicon
 from planner.values import FILENAME, Candidate, RequestValues
 
 ID_SHAPES = ("code", "quoted", "email", "url", "phone", "number")  # what an identifier may look like
@@ -67,6 +68,28 @@ def shaped_as(c: Candidate, kind: ArgKind) -> bool:
     if kind.is_identifier:  # quoted words ("'Design review'") are a name, never an id
         return (found in ID_SHAPES and found != "quoted") or (c.is_number and float(c.value).is_integer())
     return found == kind.kind
+
+
+# what an identifier's description says it identifies: "A comma separated list of node IDs" → node
+_ID_OF = re.compile(r"([A-Za-z]+)[\s-]+(?:ids?|identifiers?)\b", re.IGNORECASE)
+_CLOCK_SHAPED = re.compile(r"\d{1,6}:\d{1,6}")
+
+
+def identified_things(schema: dict[str, Any], lex: Lexicon) -> frozenset[str]:
+    """The stems of the things an identifier's description names it the id of ("node IDs" → node)."""
+    words = (m.group(1).lower() for m in _ID_OF.finditer(str(schema.get("description") or "")))
+    return frozenset(lex.stem(w) for w in words if w not in lex.stopwords)
+
+
+def clock_named_id(c: Candidate, things: frozenset[str], lex: Lexicon) -> bool:
+    """A clock-shaped value written right after the word for what the identifier identifies is that id, no
+    time ("Export nodes 12:34 and 12:35", "节点 4:17": Figma's node ids): the word is the last before the
+    value, or the last before a connective that joins it to the one before ("nodes 12:34 and 12:35")."""
+    if not things or c.kind != "time" or not c.written or not _CLOCK_SHAPED.fullmatch(str(c.value)):
+        return False
+    cue = c.cue.split()
+    last = cue[-2:] if len(cue) > 1 and cue[-1] in lex.name_connectors else cue[-1:]
+    return bool(last) and lex.stem(last[0]) in things
 
 
 def named_only(c: Candidate) -> bool:

@@ -30,7 +30,8 @@ QUOTED = re.compile(r"(?<![A-Za-z0-9_])(['\"“‘「『《])(.{1,120}?)(['\"”
 BRACKETS = re.compile(r"\[[^\[\]]{1,400}\]|\{[^{}]{1,400}\}")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 URL = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+[^\s'\".,;:!?<>)]")
-HOST = re.compile(r"(?<![\w@.-])(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w@-]|\.\w)")
+# a host name; a label may open with "_" (RFC 8552 attribute leaves: `_acme-challenge.example.org`, `_dmarc.…`)
+HOST = re.compile(r"(?<![\w@.-])(?:_?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w@-]|\.\w)")
 PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s().-]{5,}\d(?![\w-])")
 NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
@@ -101,9 +102,14 @@ class RequestValues:
         return [c for c in self.candidates if isinstance(c.value, dict)]
 
     def add(self, candidate: Candidate) -> None:
-        if len(self.candidates) < MAX_CANDIDATES and not any(
-            c.value == candidate.value and type(c.value) is type(candidate.value) for c in self.candidates
-        ):
+        """One candidate per value: the first written, unless it was only an n-gram and this one has a shape
+        ("the example.org zone" after "record _acme-challenge.example.org": a host, not three words)."""
+        for i, c in enumerate(self.candidates):
+            if c.value == candidate.value and type(c.value) is type(candidate.value):
+                if c.kind == "ngram" and candidate.kind != "ngram":
+                    self.candidates[i] = candidate
+                return
+        if len(self.candidates) < MAX_CANDIDATES:
             self.candidates.append(candidate)
 
 
@@ -208,6 +214,9 @@ def extract(request: str, today: date) -> RequestValues:
             start = request.find(phrase, part.start())
             if " " not in phrase and _opens_sentence(request, start, lex):
                 continue  # a capital that starts a sentence says nothing ("Block 16:00 ...", "Look up ...")
+            if phrase and _searched_place(request, start, start + len(phrase), lex):
+                claim(start, start + len(phrase))  # "Search Spotify for ...": where to search, no value
+                continue
             if phrase and free(part.start(), part.end()):
                 end = start + len(phrase)
                 numbered = next((c for c in found if c.kind == "code" and c.start == end + 1), None)
@@ -227,6 +236,18 @@ def extract(request: str, today: date) -> RequestValues:
         out.add(Candidate(c.value, c.kind, c.start, c.end, cue, tail, c.iso, c.written))
     out.words = list(dict.fromkeys(w for w in WORD.findall(request)))
     return out
+
+
+def _searched_place(request: str, start: int, end: int, lex: Lexicon) -> bool:
+    """The name is the place a search is made in: a place verb before it (a particle between: "look up") and
+    a place tail right after it ("Search Google Books for quantum computing")."""
+    before = WORD.findall(request[max(0, start - 40) : start].lower())[-2:]
+    after = WORD.findall(request[end : end + 12].lower())[:1]
+    if not before or not after or after[0] not in lex.place_tails:
+        return False
+    return before[-1] in lex.place_verbs or (
+        len(before) == 2 and before[0] in lex.place_verbs and before[1] in lex.stopwords
+    )
 
 
 def _opens_with_code(phrase: str, start: int, found: list[Candidate], free: Callable[[int, int], bool]) -> bool:

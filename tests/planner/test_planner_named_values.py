@@ -343,3 +343,48 @@ def test_an_identifier_with_a_keyword_takes_no_lookup_that_itself_needs_an_id_no
     assert needs_lookup(notes, "folderId", catalog, SelectionConfig(), values=values) is None
     values = extract("Find notes that mention 'Acme', preference pref-2041", TODAY)
     assert needs_lookup(notes, "folderId", catalog, SelectionConfig(), values=values) is not None  # callable now
+
+
+# shapes of values ---------------------------------------------------------------------------------------
+DESIGN = [
+    function(
+        "renderImages",
+        "Renders images of nodes of a design file.",
+        {"file_key": {"type": "string", "description": "The key of the file to export from."},
+         "ids": {"type": "string", "description": "A comma separated list of node IDs to render."},
+         "format": {"type": "string", "enum": ["png", "svg", "pdf"]}},
+        ["file_key", "ids"],
+    ),
+    function(
+        "listRecords",
+        "Lists the DNS records of a zone.",
+        {"zone": {"type": "string", "description": "The zone's domain name."},
+         "name": {"type": "string", "description": "A fully qualified record name."}},
+        ["zone"],
+    ),
+]  # fmt: skip
+
+
+def test_a_clock_shaped_value_after_the_word_for_what_an_identifier_identifies_is_that_id() -> None:
+    """Figma-style node ids (`12:34`) read as clocks; the description says the argument lists node IDs and
+    the request writes "nodes" right before them, so they are its values (joined as its comma list)."""
+    images = options_of(DESIGN, "renderImages", "Export nodes 12:34 and 12:35 from file kL9xQ2mWv7TqPz as SVG")
+    assert images["ids"].values[0] == "12:34,12:35" and "kL9xQ2mWv7TqPz" not in images["ids"].values
+    chinese = options_of(DESIGN, "renderImages", "把文件 Hq3ZtR8pLmN1sV 里的节点 4:17 导出成 PDF")
+    assert chinese["ids"].values[0] == "4:17"
+    # a clock after another word stays a time: no id of the node
+    meeting = options_of(DESIGN, "renderImages", "Export file kL9xQ2mWv7TqPz at 12:34")
+    assert "12:34" not in meeting["ids"].values
+
+
+def test_an_underscored_dns_label_is_part_of_the_host_and_a_later_mention_keeps_its_shape() -> None:
+    values = extract("Remove the TXT record _acme-challenge.example.org from the example.org zone.", TODAY)
+    hosts = [c.value for c in values.candidates if c.kind == "url"]
+    assert hosts == ["_acme-challenge.example.org", "example.org"]  # the second was an n-gram of the first
+
+
+def test_the_service_a_search_is_made_in_is_no_value_of_the_search() -> None:
+    phrases = [c.value for c in extract("Search Spotify for tracks by Miles Davis", TODAY).candidates]
+    assert "Spotify" not in phrases and "Miles Davis" in phrases
+    kept = [c.value for c in extract("Find Acme Corp for the invoice", TODAY).candidates]
+    assert "Acme Corp" in kept  # "find X for ...": X is what is found
