@@ -50,6 +50,7 @@ from planner.lookups import description_keywords, is_lookup, name_verbs, nouns
 from planner.measures import declared_measure, declared_unit
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.request_words import RequestWords
+from planner.selectors import selector, selector_options
 from planner.slot_candidates import fits_string
 from planner.ties import Ties
 from planner.untied import place_untied
@@ -167,6 +168,8 @@ class NodeEvidence:
             if schema.get("type") == "array":  # a list of identifiers takes the one its lookup found
                 return ArgOptions(arg, required, kind, tuple([r] for r in self.links[arg]), typed=True, closed=True)
             return ArgOptions(arg, required, kind, refs=self.links[arg], typed=True, closed=True)
+        if (sel := selector(schema)) is not None and (required or sel.writes):  # `part`, `updateMask`
+            return ArgOptions(arg, required, kind, selector_options(tool, arg, sel), typed=True, closed=True)
         if not required and (unwritable(schema, arg) or arg in self.ambient):  # (a deprecated one's replacement
             # is the one to write; a parameter every tool takes alike is about the call, not the action)
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)

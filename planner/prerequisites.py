@@ -96,8 +96,10 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
         for w in name_tokens(a) | set(entity_words(a, lex))
     } - tokens - lex.identifier_words
 
-    def names(word: str) -> bool:  # "bookshelf" names `shelf` too
-        return word in tokens or ends_in_name(word, tokens)
+    stems = {lex.stem(t) for t in tokens}
+
+    def names(word: str) -> bool:  # "bookshelf" names `shelf` too; "the video" names `videos_rate`'s thing
+        return word in tokens or lex.stem(word) in stems or ends_in_name(word, tokens)
 
     def named(c: Candidate) -> bool:
         cue = c.cue.split()

@@ -22,12 +22,17 @@ class RequestWords:
         glossed = lexicon_for(text).glossed(text)  # a request in another language: its glossary's English words
         self.words = [w.lower() for w in re.findall(r"[A-Za-z]+", glossed)]
         self.numbers = set(re.findall(r"\d+", glossed))
+        lead = lex.polite_prefix.match(text.strip())  # "Please like the video": the request's own verb is "like"
+        opening = re.match(r"[A-Za-z]+", text.strip()[lead.end() if lead else 0 :])
+        self.opening = opening.group(0).lower() if opening else ""
 
     def names_option(self, option: str, arg: str = "") -> bool:
         """The request's words name an enum option: its words in a row (plurals allowed), without the words
         it repeats from the argument's name ("hide it" → `labelListVisibility: labelHide`), or an upper-case
         code of up to four letters that starts a word ("EUR" ← "euros")."""
         words = ordered_tokens(option)
+        if words == [self.opening] and len(words[0]) > 2:  # the verb the request opens with ("Like the video"
+            return True  # → `rating: like`), a stopword elsewhere ("I'd like to …")
         if not words or all(w in self.lex.stopwords for w in words):  # "all" in "an all-day event" names nothing
             return False
         said = [_singular(w) for w in self.words]

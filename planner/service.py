@@ -37,6 +37,7 @@ from planner.results import Attempt, InvalidPlanningRequest, Path_, PlanningFail
 from planner.retries import RetryPlan
 from planner.rules import BusinessRules
 from planner.selection import ToolSelector
+from planner.selectors import complete_plan
 from planner.similarity import CachedEmbedder, HashingEmbedder, TextEmbedder
 from planner.transfer import carry_values, template
 from planner.validation import PlanValidator, ValidationReport
@@ -263,6 +264,7 @@ class PlannerService:
                 continue
             t2 = time.perf_counter()
             candidate = nest_plan(decoded.candidate or {}, req.catalog)  # as the catalog declares its objects
+            candidate = complete_plan(candidate, req.given or req.catalog)  # `part`: the parts written
             report = validator.validate(candidate)
             validate_s += time.perf_counter() - t2
             if report.ok and report.plan is not None:

@@ -37,9 +37,10 @@ NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.])(-)?([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|k\b|thousand\b|million\b)?"
 )
 # a code: letters and digits in parts joined by "-", "_" or ":" ("ORD-7781", "d:bio-10", "urn:isbn:0451"), or
-# words a colon joins into one name space ("env:staging", "team:payments": a tag or label as written)
+# words a colon joins into one name space ("env:staging", "team:payments": a tag or label as written); an id
+# may join its parts with several dashes and underscores in a row (YouTube's base64url `Ks-_Mh1QhMc`)
 CODE = re.compile(
-    r"(?<![\w:-])(?=[\w:-]*\d)(?=[\w:-]*[A-Za-z])[A-Za-z0-9]+(?:[-_:][A-Za-z0-9]+)*(?![\w-]|:\w)"
+    r"(?<![\w:-])(?=[\w:-]*\d)(?=[\w:-]*[A-Za-z])[A-Za-z0-9]+(?:(?:[-_]+|:)[A-Za-z0-9]+)*(?![\w-]|:\w)"
     r"|\b[A-Z]{2,}-[A-Z0-9]+\b"
     r"|(?<![\w:-])[A-Za-z][A-Za-z0-9_-]*(?::[A-Za-z][A-Za-z0-9_-]*)+(?![\w-]|:\w)"
 )

@@ -388,3 +388,75 @@ def test_the_service_a_search_is_made_in_is_no_value_of_the_search() -> None:
     assert "Spotify" not in phrases and "Miles Davis" in phrases
     kept = [c.value for c in extract("Find Acme Corp for the invoice", TODAY).candidates]
     assert "Acme Corp" in kept  # "find X for ...": X is what is found
+
+
+VIDEOS = [
+    function(
+        "playlists_insert",
+        "Creates a playlist.",
+        {"part": {"type": "array", "items": {"type": "string"}, "description": "The part parameter serves two "
+                  "purposes in this operation. It identifies the properties that the write operation will set as "
+                  "well as the properties that the API response will include."},
+         "snippet": {"type": "object", "properties": {"title": {"type": "string"}, "description": {"type": "string"}}},
+         "status": {"type": "object", "properties": {"privacyStatus": {"type": "string",
+                                                                        "enum": ["public", "unlisted", "private"]}}}},
+        ["part"],
+    ),
+    function(
+        "search_list",
+        "Retrieves a list of search resources.",
+        {"part": {"type": "array", "items": {"type": "string"}, "description": "The part parameter specifies a "
+                  "comma-separated list of one or more search resource properties that the API response will "
+                  "include. Set the parameter value to snippet."},
+         "q": {"type": "string", "description": "Textual search terms to match."}},
+        ["part"],
+        {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object", "properties": {
+            "id": {"type": "object"}, "snippet": {"type": "object"}, "etag": {"type": "string"}}}}}},
+    ),
+    function(
+        "videos_rate",
+        "Adds a like or dislike rating to a video or removes a rating from a video.",
+        {"id": {"type": "string"}, "rating": {"type": "string", "enum": ["none", "like", "dislike"]}},
+        ["id", "rating"],
+    ),
+    function(
+        "courses_patch",
+        "Updates one or more fields in a course.",
+        {"id": {"type": "string", "description": "Identifier of the course to update."},
+         "updateMask": {"type": "string", "description": "Mask that identifies which fields on the course to "
+                        "update. This field is required to do an update."},
+         "courseState": {"type": "string", "enum": ["ACTIVE", "ARCHIVED"]}},
+        ["id"],
+    ),
+]  # fmt: skip
+
+
+def test_a_property_selector_takes_property_names_never_the_requests_words() -> None:
+    """YouTube's `part`, Google's `updateMask`: what the call sets is named by the arguments it writes; what
+    it returns, by the value its description says to set."""
+    from planner.selectors import complete
+
+    catalog = ToolCatalog.from_openai(VIDEOS)
+    search = options_of(VIDEOS, "search_list", "Search for sourdough bread tutorials")
+    assert search["part"].values == (["snippet"],) and search["part"].closed
+    written = {"part": ["snippet"], "snippet": {"title": "Road trip"}, "status": {"privacyStatus": "private"}}
+    assert complete(catalog.get("playlists_insert"), written)["part"] == ["snippet", "status"]
+    patched = complete(catalog.get("courses_patch"), {"id": "d:art-12", "courseState": "ARCHIVED"})
+    assert patched["updateMask"] == "courseState"  # the course's id addresses it: no field set
+    assert "updateMask" not in complete(catalog.get("courses_patch"), {"id": "d:art-12", "updateMask": "x"})
+
+
+def test_the_verb_a_request_opens_with_names_an_option_a_stopword_spells() -> None:
+    assert options_of(VIDEOS, "videos_rate", "Like the video dQw4w9WgXcQ.")["rating"].values == ("like",)
+    assert options_of(VIDEOS, "videos_rate", "给视频 dQw4w9WgXcQ 点个踩。")["rating"].values == ("dislike",)
+    assert not options_of(VIDEOS, "videos_rate", "I would like to rate video dQw4w9WgXcQ")["rating"].values
+
+
+def test_an_id_may_join_its_parts_with_dashes_and_underscores_and_its_thing_may_be_said_in_the_singular() -> None:
+    from planner.prerequisites import literal_for
+
+    codes = [c.value for c in extract("Delete my video with ID Ks-_Mh1QhMc.", TODAY).candidates if c.kind == "code"]
+    assert codes == ["Ks-_Mh1QhMc"]
+    rate = ToolCatalog.from_openai(VIDEOS).get("videos_rate")
+    # "video" names the thing of `videos_rate`: the id is given, no lookup is asked for it
+    assert literal_for(rate, "id", extract("Like the video dQw4w9WgXcQ.", TODAY), None)

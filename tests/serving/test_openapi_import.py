@@ -438,7 +438,22 @@ def test_a_ref_graph_that_doubles_at_every_level_is_expanded_only_as_deep_as_the
         components={"schemas": schemas},
     )
     output = import_openapi(json.dumps(document)).tools[0].tool["function"]["output_schema"]
-    assert output["properties"]["a"]["properties"]["a"]["properties"]["a"] == {"type": "object"}  # deeper: type only
+    four = output["properties"]["a"]["properties"]["a"]["properties"]["a"]
+    assert four["properties"]["b"] == {"type": "object"}  # four levels kept; deeper: the type only
+
+
+def test_an_id_object_inside_a_listed_result_keeps_its_fields() -> None:
+    """YouTube's search answers `items[].id.{videoId, channelId}`: the id a lookup hands on is four levels down."""
+    ident = {"type": "object", "properties": {"videoId": {"type": "string"}, "channelId": {"type": "string"}}}
+    item = {"type": "object", "properties": {"id": {"$ref": "#/components/schemas/ResourceId"}}}
+    listing = {"type": "object", "properties": {"items": {"type": "array", "items": item}}}
+    content = {"application/json": {"schema": listing}}
+    document = doc(
+        {"/search": {"get": {"operationId": "search", "responses": {"200": {"description": "ok", "content": content}}}}},
+        components={"schemas": {"ResourceId": ident}},
+    )
+    output = import_openapi(json.dumps(document)).tools[0].tool["function"]["output_schema"]
+    assert set(output["properties"]["items"]["items"]["properties"]["id"]["properties"]) == {"videoId", "channelId"}
 
 
 def test_a_ref_chain_deeper_than_the_bound_is_refused() -> None:
