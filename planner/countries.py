@@ -17,6 +17,8 @@ from typing import Any
 import pycountry
 
 _DECLARES = re.compile(r"\b(?:ISO[ -]?3166(?:-1)?|country code)\b", re.IGNORECASE)
+# a description that gives a code another form than ISO 3166-1 alpha-2 (a numeric or three-letter one)
+_OTHER_FORM = re.compile(r"\b(?:alpha[ -]?3|three[ -]letter|numeric|UN M\.?49)\b", re.IGNORECASE)
 _ALPHA3 = re.compile(r"\balpha[ -]?3\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
 # a filter's own syntax in an example: a key, a colon and a code ("country:fr"), several joined by one mark
@@ -44,16 +46,20 @@ class CountryCode:
         return self.joiner.join(written)
 
 
-def country_format(schema: Any) -> CountryCode | None:
+def country_format(schema: Any, name: str = "") -> CountryCode | None:
     """The argument takes ISO 3166-1 country codes: bare when the description's first sentence says it *is*
-    one ("An ISO 3166-1 alpha-2 country code."); in the filter's own syntax when the description declares
-    the codes anywhere and an example writes one as `key:code` (Woosmap's `components`, "Countries must be
-    passed as an ISO 3166-1 Alpha-2 … code", example `country:fr|country:es`). None otherwise."""
+    one ("An ISO 3166-1 alpha-2 country code.") or, with no description saying otherwise, when its `name` is
+    a country's or region's code (`regionCode`, `country_code`: the two letters of ISO 3166-1, which region
+    codes are); in the filter's own syntax when the description declares the codes anywhere and an example
+    writes one as `key:code` (Woosmap's `components`, "Countries must be passed as an ISO 3166-1 Alpha-2 …
+    code", example `country:fr|country:es`). None otherwise."""
     if not isinstance(schema, dict) or schema.get("type", "string") != "string" or "enum" in schema:
         return None
     description = str(schema.get("description", "")).strip()
     if not _DECLARES.search(description):
-        return None
+        words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)]
+        named = len(words) == 2 and words[0] in ("country", "region") and words[1] == "code"
+        return CountryCode(alpha3=False) if named and not _OTHER_FORM.search(description) else None
     listed = schema.get("examples")
     examples = [schema.get("example"), *(listed if isinstance(listed, list) else [])]
     for text in [*(e[:_EXAMPLE_LEN] for e in examples if isinstance(e, str)), description]:

@@ -184,7 +184,7 @@ class NodeEvidence:
             return self._enum(arg, schema, kind, required, same)
         if kind.kind == "boolean":
             return self._flag(arg, kind, required, same)
-        if (country := country_format(schema)) is not None:
+        if (country := country_format(schema, arg.rpartition(".")[2])) is not None:
             return self._country(arg, kind, required, same, country)
         items = schema.get("items")
         if required and kind.kind == "array" and isinstance(items, dict) and isinstance(items.get("enum"), list):

@@ -460,3 +460,15 @@ def test_an_id_may_join_its_parts_with_dashes_and_underscores_and_its_thing_may_
     rate = ToolCatalog.from_openai(VIDEOS).get("videos_rate")
     # "video" names the thing of `videos_rate`: the id is given, no lookup is asked for it
     assert literal_for(rate, "id", extract("Like the video dQw4w9WgXcQ.", TODAY), None)
+
+
+def test_a_region_or_country_code_argument_takes_the_iso_code_of_the_country_named() -> None:
+    """`regionCode` with a description that names no format ("Use a chart that is specific to the specified
+    region"): its name says it is a region's code, and region codes are ISO 3166-1 alpha-2."""
+    charts = [function(
+        "videos_list", "Returns a list of videos.",
+        {"regionCode": {"type": "string", "description": "Use a chart that is specific to the specified region"},
+         "maxResults": {"type": "integer"}},
+        [],
+    )]  # fmt: skip
+    assert options_of(charts, "videos_list", "The 5 most popular videos in Japan")["regionCode"].values == ("JP",)
