@@ -184,6 +184,21 @@ def taken_by_required(out: dict[str, ArgOptions]) -> None:
             out[arg] = replace(options, values=(), typed=True, closed=True, supported=False)
 
 
+
+def one_value_one_name(out: dict[str, ArgOptions]) -> None:
+    """A value said once names one thing: of two optional arguments offered the same sole value, where one's
+    name is the other's with more words (`channelTitle` against `title`: the more words name another thing,
+    "the channel title of the channel that the video belongs to"), only the plainer keeps it ("a playlist
+    called 'Road trip 2027'" → `snippet.title`, not also `snippet.channelTitle`)."""
+    sole = {
+        arg: (json.dumps(o.values[0], sort_keys=True), set(ordered_tokens(arg.rpartition(".")[2])))
+        for arg, o in out.items()
+        if not o.required and o.closed and len(o.values) == 1 and not o.refs and isinstance(o.values[0], str)
+    }
+    for arg, (value, words) in sole.items():
+        if any(a != arg and v == value and w < words for a, (v, w) in sole.items()):
+            out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
+
 # a sentence that says the service writes the value: it opens with "Read-only"/"Output only", or says so of
 # the field itself ("This field is read-only.", "This is a read-only field assigned by the server.", "This
 # read-only property …"); not when the sentence goes on with an exception ("Read-only, except when importing

@@ -35,6 +35,7 @@ from planner.arg_options import (
     ArgOptions,
     one_date_one_field,
     one_option_one_argument,
+    one_value_one_name,
     one_thing_one_id,
     plain_text_not_markup,
     taken_by_required,
@@ -105,6 +106,7 @@ class NodeEvidence:
         taken_by_required(out)
         written = frozenset(v for up in self.upstream for v in up.args.values() if isinstance(v, str))
         place_untied(out, tool, self._inside(), self.ties, self.lex, lists=self._lists, searched=written)
+        one_value_one_name(out)  # (after the untied placement: it may offer the value twice too)
         plain_text_not_markup(out, self.lex.markup_fields, self.lex.plain_fields)
         self._money(tool, out)
         for arg, options in out.items():

@@ -472,3 +472,14 @@ def test_a_region_or_country_code_argument_takes_the_iso_code_of_the_country_nam
         [],
     )]  # fmt: skip
     assert options_of(charts, "videos_list", "The 5 most popular videos in Japan")["regionCode"].values == ("JP",)
+
+
+def test_a_value_said_once_fills_the_plainer_of_two_fields_named_alike() -> None:
+    playlists = [function(
+        "playlists_insert", "Creates a playlist.",
+        {"title": {"type": "string", "description": "The playlist's title."},
+         "channelTitle": {"type": "string", "description": "The channel title of the channel the playlist is in."}},
+        [],
+    )]  # fmt: skip
+    options = options_of(playlists, "playlists_insert", "Create a playlist called 'Road trip 2027'")
+    assert options["title"].values == ("Road trip 2027",) and not options["channelTitle"].values
