@@ -2,7 +2,8 @@
 
 Used only after the model path failed, for catalogs no pack covers, and reported as
 `path == "fallback"` (never counted as the model's accuracy). Tools: the selection's proposed sequence
-(planner/selection.py); arguments: the draft of planner/drafting.py. A required argument the draft
+(planner/selection.py); arguments: the draft of planner/drafting.py, a required property selector's from
+planner/selectors.py (completed once nested). A required argument the draft
 cannot fill takes the whole output of the node before (`$nK`); without one the node is dropped, and a
 plan with no node is no plan.
 """
@@ -21,6 +22,7 @@ from planner.flat_args import nest_plan
 from planner.nodes import PreparedRequest
 from planner.results import Attempt, PlanningFailed, PlanResult
 from planner.selection import Selection
+from planner.selectors import complete_plan, selector, selector_options
 from planner.upstream import Upstream
 from planner.validation import PlanValidator
 from planner.values import RequestValues
@@ -42,6 +44,9 @@ def proposal_plan(
         span = (step.start, step.end) if step is not None else None
         text = step.text if step is not None else values.text
         args = draft_args(tool, values, span, upstream, step=text, defaults=defaults)
+        for arg in tool.required:  # `part`: property names, completed from the node's arguments once nested
+            if arg not in args and (sel := selector(tool.properties.get(arg))) is not None:
+                args[arg] = selector_options(tool, arg, sel)[0]
         missing = [arg for arg in tool.required if arg not in args]
         if missing and not upstream:
             continue
@@ -78,7 +83,8 @@ def fallback_result(
             )
         except FallbackError as exc:
             raise PlanningFailed(f"model path failed ({reason}); fallback: {exc}", attempts) from exc
-    report = validator.validate(nest_plan(plan.model_dump(exclude_none=True), req.catalog))
+    nested = nest_plan(plan.model_dump(exclude_none=True), req.catalog)
+    report = validator.validate(complete_plan(nested, req.given or req.catalog))
     timings["fallback_s"] = time.perf_counter() - t0
     if not report.ok or report.plan is None:
         raise PlanningFailed(f"model path failed ({reason}); fallback plan invalid: {report.error}", attempts)

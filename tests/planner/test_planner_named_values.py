@@ -483,3 +483,12 @@ def test_a_value_said_once_fills_the_plainer_of_two_fields_named_alike() -> None
     )]  # fmt: skip
     options = options_of(playlists, "playlists_insert", "Create a playlist called 'Road trip 2027'")
     assert options["title"].values == ("Road trip 2027",) and not options["channelTitle"].values
+
+
+def test_the_fallback_fills_a_required_property_selector_too() -> None:
+    """Without the model (the fake answers no JSON for the open query), the rule-based plan still writes
+    `part`, with the value its description says to set, so the call is valid."""
+    search = json.loads(json.dumps(VIDEOS[1]))
+    search["function"]["parameters"]["required"] = ["part", "q"]
+    result = plan(FakePlannerLLM(), "Search for sourdough bread tutorials", [search])
+    assert result.path == "fallback" and result.plan.nodes[0].args["part"] == ["snippet"]
