@@ -184,7 +184,6 @@ def taken_by_required(out: dict[str, ArgOptions]) -> None:
             out[arg] = replace(options, values=(), typed=True, closed=True, supported=False)
 
 
-
 def one_value_one_name(out: dict[str, ArgOptions]) -> None:
     """A value said once names one thing: of two optional arguments offered the same sole value, where one's
     name is the other's with more words (`channelTitle` against `title`: the more words name another thing,
@@ -198,6 +197,7 @@ def one_value_one_name(out: dict[str, ArgOptions]) -> None:
     for arg, (value, words) in sole.items():
         if any(a != arg and v == value and w < words for a, (v, w) in sole.items()):
             out[arg] = replace(out[arg], values=(), typed=True, closed=True, supported=False)
+
 
 # a sentence that says the service writes the value: it opens with "Read-only"/"Output only", or says so of
 # the field itself ("This field is read-only.", "This is a read-only field assigned by the server.", "This

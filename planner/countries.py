@@ -16,6 +16,8 @@ from typing import Any
 
 import pycountry
 
+from planner.argkinds import ordered_tokens
+
 _DECLARES = re.compile(r"\b(?:ISO[ -]?3166(?:-1)?|country code)\b", re.IGNORECASE)
 # a description that gives a code another form than ISO 3166-1 alpha-2 (a numeric or three-letter one)
 _OTHER_FORM = re.compile(r"\b(?:alpha[ -]?3|three[ -]letter|numeric|UN M\.?49)\b", re.IGNORECASE)
@@ -57,7 +59,7 @@ def country_format(schema: Any, name: str = "") -> CountryCode | None:
         return None
     description = str(schema.get("description", "")).strip()
     if not _DECLARES.search(description):
-        words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)]
+        words = ordered_tokens(name)
         named = len(words) == 2 and words[0] in ("country", "region") and words[1] == "code"
         return CountryCode(alpha3=False) if named and not _OTHER_FORM.search(description) else None
     listed = schema.get("examples")

@@ -80,9 +80,10 @@ def selector_options(tool: ToolDef, arg: str, sel: Selector) -> tuple[Any, ...]:
     if sel.keyword is not None:
         return (_value([sel.keyword], sel),)
     if sel.writes:  # completed from what the node writes (`complete`); this stands in while it is decoded
-        parts = [a.split(".")[0] for a in tool.arg_names() if a != arg and _is_part(tool, a)]
-        objects = [a for a in parts if "." in a or tool.properties.get(a, {}).get("type") == "object"]
-        first = [a.split(".")[0] for a in tool.arg_names() if "." in a] or objects or parts
+        nested = [a.split(".")[0] for a in tool.arg_names() if "." in a]  # a flat view's object fields
+        parts = [a for a in tool.arg_names() if a != arg and _is_part(tool, a)]
+        objects = [a for a in parts if tool.properties.get(a, {}).get("type") == "object"]
+        first = nested or objects or parts
         return (_value(first[:1] or [arg], sel),)
     parts = _parts(tool)
     text = str(tool.properties.get(arg, {}).get("description") or "")

@@ -240,8 +240,8 @@ def extract(request: str, today: date) -> RequestValues:
 
 
 def _searched_place(request: str, start: int, end: int, lex: Lexicon) -> bool:
-    """The name is the place a search is made in: a place verb before it (a particle between: "look up") and
-    a place tail right after it ("Search Google Books for quantum computing")."""
+    """The name is the place a search is made in: a place verb before it (a stopword between: "search on")
+    and a place tail right after it ("Search Google Books for quantum computing")."""
     before = WORD.findall(request[max(0, start - 40) : start].lower())[-2:]
     after = WORD.findall(request[end : end + 12].lower())[:1]
     if not before or not after or after[0] not in lex.place_tails:
