@@ -74,6 +74,21 @@ class SelectionConfig(BaseModel):
     repeat_margin: float = Field(
         default=0.15, ge=0, le=2, description="A tool already proposed yields to a runner-up within this margin."
     )
+    connective_lead: float = Field(
+        default=0.1,
+        ge=0,
+        le=2,
+        description="A step a sequencing connective opens ('…, then comment on it') gets its best tool below "
+        "step_min when that tool reaches no_fit_below and leads the runner-up by this much. 0: off.",
+    )
+    consumer_margin: float = Field(
+        default=0.1,
+        ge=0,
+        le=2,
+        description="A step whose best tool is a lookup asks instead for a tool within this margin that takes the "
+        "lookup's output and more of the step's values (the lookup stays before it where it feeds an optional "
+        "argument the step names). 0: off.",
+    )
     repeat_mask: bool = Field(
         default=True,
         description="A step proposed a tool an earlier step has is re-scored without the words it shares with "

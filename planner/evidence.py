@@ -135,7 +135,7 @@ class NodeEvidence(DateEvidence, KindEvidence):
         # (an optional argument takes no same-named output: a filler more often than not; only the id of the
         # thing an earlier node created or found, when the argument names that thing: `segment_id`)
         same = same_named_refs(self.upstream, arg, schema, self.lex) if required else ()
-        if not required and kind.is_identifier:
+        if kind.is_identifier and not same:
             same = entity_id_refs(self.upstream, arg, self.lex)
         if kind.is_date:
             return self._date(arg, kind, required, same)

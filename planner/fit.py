@@ -222,17 +222,27 @@ def names_a_parameter(request: str, step: Step, tool: ToolDef) -> bool:
     word of the tool's own name: "…, and add priya@example.com as an attendee" after a step given
     `calendar_events_insert` fills its `attendees`, where "and add a task 'Pack'" after `tasks_insert`
     is another call."""
+    return bool(named_parameters(request, step, tool, first=True))
+
+
+def named_parameters(request: str, step: Step, tool: ToolDef, *, first: bool = False) -> list[str]:
+    """The tool's parameters (nested ones by their own name) of which the step writes a word that is not a
+    word of the tool's own name ("… the way it looked in the most recent saved version" → `version`);
+    `first`: stop at the first."""
     lex = lexicon("en")
     said = _said(lexicon_for(request).glossed(step.text), lex)
     own = {_stem(x, lex) for x in ordered_tokens(tool.name)}
     stop = {_stem(x, lex) for x in lex.stopwords}
+    found: list[str] = []
     for count, (name, _) in enumerate(_parameters(dict(tool.parameters))):
         if count >= _PARAMETERS:
             break
         words = {_stem(x, lex) for x in ordered_tokens(name) if len(x) > 2} - own - stop
         if words & said:
-            return True
-    return False
+            found.append(name)
+            if first:
+                break
+    return found
 
 
 def deprecated(tool: ToolDef) -> bool:

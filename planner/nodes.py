@@ -108,6 +108,8 @@ class NodeTurns:
         learned: dict[str, tuple[str, ...]] = {}
         if self.rule is not None:
             learned = learned_references(tool, req.references, self.rule, upstream, lambda a: cued(req.values, a, span))
+            linked = self._links(index, tools)  # this request's own lookup of an argument beats the history's node
+            learned = {arg: nodes for arg, nodes in learned.items() if arg not in linked}
         arguments = self.arguments(index, tool, tools, upstream, span) if stages.evidence else None
         context = ValueContext(
             grounding=self.plan_try.grounding,

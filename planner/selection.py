@@ -29,15 +29,17 @@ from datetime import date
 
 import numpy as np
 
+from planner.arg_options import ArgOptions
 from planner.argkinds import ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
-from planner.fit import deprecated_fit, name_fit, names_a_parameter, option_fit, value_fit
+from planner.evidence import NodeEvidence
+from planner.fit import deprecated_fit, name_fit, named_parameters, names_a_parameter, option_fit, value_fit
 from planner.lexicon import lexicon, lexicon_for
-from planner.lookups import name_verbs
+from planner.lookups import is_lookup, name_verbs, producers
 from planner.prerequisites import Gap, Lookup, with_prerequisites
 from planner.similarity import CachedEmbedder
-from planner.steps import Step, split_steps, tool_verb
+from planner.steps import Step, follows_connective, split_steps, tool_verb
 from planner.values import RequestValues, extract
 
 
@@ -153,6 +155,86 @@ def _join_argument_steps(
     return out
 
 
+def _consumers_over_lookups(
+    request: str,
+    steps: list[Step],
+    hints: list[StepHint],
+    per_step: np.ndarray,
+    names: list[str],
+    allowed: set[str],
+    catalog: ToolCatalog,
+    values: RequestValues,
+    margin: float,
+) -> list[StepHint]:
+    """A step whose best tool only looks something up, while a tool within `margin` of it takes that
+    lookup's output and more of what the step gives, asks for the second ("Render frame 1:2 of file … as a
+    PNG the way it looked in the most recent saved version": `getImages`, whose `version` the versions list
+    returns; "mark that recommendation as 'have it'": the rating, not the list). The lookup stays before it
+    when it feeds an optional argument the step names (the version); one a required identifier needs is
+    found again by the prerequisites."""
+    lex = lexicon("en")
+    out: list[StepHint] = []
+    rows = {step.start: i for i, step in enumerate(steps)}
+    for hint in hints:
+        found, row = None, rows.get(hint.step.start)
+        lookup = catalog.get(hint.tool) if hint.tool is not None else None
+        if lookup is not None and row is not None and is_lookup(lookup, lex):
+            found = _consumer_of(request, hint, per_step[row], names, allowed, catalog, values, margin, lookup)
+        out.extend(found or [hint])
+    return out
+
+
+def _consumer_of(
+    request: str,
+    hint: StepHint,
+    row: np.ndarray,
+    names: list[str],
+    allowed: set[str],
+    catalog: ToolCatalog,
+    values: RequestValues,
+    margin: float,
+    lookup: ToolDef,
+) -> list[StepHint] | None:
+    lex = lexicon("en")
+    span = (hint.step.start, hint.step.end)
+    base = _given(NodeEvidence(values, span, []).node(lookup))
+    for j in np.argsort(-row, kind="stable"):
+        tool = catalog.get(names[j])
+        if float(row[j]) < hint.score - margin:
+            return None
+        if tool is None or tool.name == lookup.name or tool.name not in allowed:
+            continue
+        if not is_lookup(tool, lex) and not _says_verb_of(hint.step, tool):
+            continue  # "Which shared drives have Finance in the name?" does not create one
+        fed = [a for a in tool.properties if any(p.tool == lookup.name for p in producers(tool, a, catalog))]
+        if not fed or _given(NodeEvidence(values, span, []).node(tool)) <= base:
+            continue
+        named = set(named_parameters(request, hint.step, tool))
+        consumer = StepHint(hint.step, tool.name, float(row[j]))
+        if any(a in named and a not in tool.required for a in fed):
+            return [hint, consumer]
+        return [consumer]
+    return None
+
+
+def _says_verb_of(step: Step, tool: ToolDef) -> bool:
+    """The step writes a verb of the tool's name or one of its synonyms (the lexicon's `verb_synonyms`),
+    and does not open with a verb that looks things up ("Show my notes updated since …" changes nothing)."""
+    lex, en = lexicon_for(step.text), lexicon("en")
+    words = re.findall(r"[a-z]+", lex.glossed(step.text).lower())
+    finding = en.lookup_verbs | {x for v in en.lookup_verbs for x in en.verb_synonyms.get(v, ())}
+    if words and words[0] in finding - en.mutating_verbs:
+        return False
+    said = {en.stem(w) for w in words}
+    verbs = name_verbs(tool.name, en)
+    return any({en.stem(x) for x in (v, *en.verb_synonyms.get(v, ()))} & said for v in verbs)
+
+
+def _given(node: dict[str, ArgOptions]) -> int:
+    """How many arguments the request gives a value for (not its defaults, not a lookup's output)."""
+    return sum(1 for options in node.values() if options.values and options.supported)
+
+
 def _more_of_a_lookup(step: Step, tool: ToolDef, values: RequestValues) -> bool:
     """The tool's name says it lists or finds things and the step gives it nothing but a number (how many
     to show; "then calculate the square of the payment" gives none and is a step of its own)."""
@@ -233,9 +315,14 @@ class ToolSelector:
         keep = sorted(order[:limit])  # catalog order: a stable prompt for the same catalog
         shortlist = catalog if len(catalog) <= limit else catalog.subset([names[i] for i in keep])
         steps, per_step = self._merge_implicit(steps, per_step, names)
-        hints = self._hints(steps, per_step, names, set(shortlist.names()))
+        hints = self._hints(request, steps, per_step, names, set(shortlist.names()))
         if self.config.repeat_mask:
             hints = await self._unmask_repeats(request, hints, tool_vectors, names, set(shortlist.names()))
+        if self.config.consumer_margin > 0:
+            hints = await asyncio.to_thread(
+                _consumers_over_lookups, request, steps, hints, per_step, names, set(shortlist.names()), catalog,
+                values, self.config.consumer_margin,
+            )  # fmt: skip
         hints = _join_argument_steps(request, hints, catalog, values)
         proposed = _with_toolless_tails(request, hints)
         spans = [(h.step.start, h.step.end) for h in proposed]
@@ -288,12 +375,16 @@ class ToolSelector:
             merged.append(step)
         return merged, per_step[kept] if kept else per_step
 
-    def _hints(self, steps: list[Step], per_step: np.ndarray, names: list[str], allowed: set[str]) -> list[StepHint]:
+    def _hints(
+        self, request: str, steps: list[Step], per_step: np.ndarray, names: list[str], allowed: set[str]
+    ) -> list[StepHint]:
         hints: list[StepHint] = []
         used: list[str] = []
         for i, step in enumerate(steps):
             order = [j for j in np.argsort(-per_step[i], kind="stable") if names[j] in allowed]
-            if not order or per_step[i, order[0]] < self.config.step_min:
+            if not order or (
+                per_step[i, order[0]] < self.config.step_min and not self._stands_out(request, step, per_step[i], order)
+            ):
                 hints.append(StepHint(step, None, float(per_step[i, order[0]]) if order else 0.0))
                 continue
             choice = order[0]
@@ -310,6 +401,15 @@ class ToolSelector:
             used.append(names[choice])
             hints.append(StepHint(step, names[choice], float(per_step[i, choice])))
         return hints
+
+    def _stands_out(self, request: str, step: Step, row: np.ndarray, order: list[int]) -> bool:
+        """A step a sequencing connective opens ("…, then comment on it: '…'") is an action the request asks
+        for: its best tool is proposed below `step_min` when it still reaches `no_fit_below` and leads the
+        runner-up by `connective_lead`."""
+        lead = self.config.connective_lead
+        if not lead or row[order[0]] < self.config.no_fit_below or not follows_connective(request, step):
+            return False
+        return len(order) < 2 or float(row[order[0]] - row[order[1]]) >= lead
 
     async def _unmask_repeats(
         self, request: str, hints: list[StepHint], tool_vectors: np.ndarray, names: list[str], allowed: set[str]

@@ -1,7 +1,7 @@
 """Which values one slot's grammar offers as an enum: pack values, the schema default, the request's best.
 
 A slot is one value to write (an argument, an item of a list, a field of an object). Its candidates
-are ranked for it by name and description (planner/values.py), dates first for a date-like slot;
+are ranked for it by name and description (planner/value_rank.py), dates first for a date-like slot;
 values a retry removed are dropped. A candidate the grammar offers is also within the slot's own bounds
 (`fits_string`, `in_range`): a client's `pattern` is checked here, never put in a grammar.
 """

@@ -124,6 +124,15 @@ def _after_connectives(request: str, lex: Lexicon, quoted: Sequence[tuple[int, i
     return found
 
 
+def follows_connective(request: str, step: Step) -> bool:
+    """The step opens right after a sequencing connective that ends a clause ("…, then comment on it: '…'"):
+    the request says it is an action of its own."""
+    lex = lexicon_for(request)
+    quoted = [(m.start(), m.end()) for m in QUOTED.finditer(request)]
+    return any(at <= step.start and not request[at : step.start].strip(" ,.;:，。；：") for at in
+               _after_connectives(request, lex, quoted))  # fmt: skip
+
+
 def _opening_word(text: str) -> str:
     first = re.match(r"[A-Za-z]+", text)
     return first.group(0).lower() if first else ""

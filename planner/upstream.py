@@ -56,8 +56,10 @@ def same_named_refs(upstream: Sequence[Upstream], arg: str, schema: dict[str, An
 
 def entity_id_refs(upstream: Sequence[Upstream], arg: str, lex: Lexicon) -> tuple[str, ...]:
     """The identifier an earlier node outputs for the thing an identifier argument names: `segment_id`
-    takes `$n1.id` after `segments_create` (the first such node: the one that creates or finds the thing;
-    a later one acting on it outputs the same id). Empty when no earlier node acts on that thing."""
+    takes `$n1.id` after `segments_create`, `task_gid` `$n2.data.gid` after Asana's `createTask` (the
+    thing's own id, at the top or inside the one object that wraps the output; the first such node: the one
+    that creates or finds the thing; a later one acting on it outputs the same id). Empty when no earlier
+    node acts on that thing."""
     words = entity_words(arg, lex)
     if not words or words == ordered_tokens(arg):
         return ()  # not named as an identifier of something
@@ -65,9 +67,12 @@ def entity_id_refs(upstream: Sequence[Upstream], arg: str, lex: Lexicon) -> tupl
     for up in upstream:
         if not wanted <= {lex.stem(w) for w in nouns(up.tool.name, lex)}:
             continue
-        ids = [path for path, _ in up.tool.output_fields if "." not in path and path.lower() in lex.identifier_words]
-        if ids:
-            return (f"${up.node_id}.{ids[0]}",)
+        fields = up.tool.output_fields
+        ids = [path for path, _ in fields if "." not in path and path.lower() in lex.identifier_words]
+        wrapped = [path for path, _ in fields if path.count(".") == 1 and path.rsplit(".", 1)[1].lower()
+                   in lex.identifier_words and dict(fields).get(path.split(".")[0]) == "object"]  # fmt: skip
+        if ids or len(wrapped) == 1:
+            return (f"${up.node_id}.{(ids or wrapped)[0]}",)
     return ()
 
 
