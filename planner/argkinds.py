@@ -69,22 +69,10 @@ def identifier_like(arg: str, schema: dict[str, Any], lex: Lexicon | None = None
     if schema.get("format") == "uuid":
         return True
     tokens = ordered_tokens(arg)
-    named = bool(tokens) and (
-        tokens[-1] in lex.identifier_words or described_identifier(schema, lex) or _named_thing_id(arg, schema)
-    )
+    named = bool(tokens) and (tokens[-1] in lex.identifier_words or described_identifier(schema, lex))
     return named or (
         bool(tokens) and _digit_examples(schema) and not any(tokens[-1] in w for w in lex.kind_words.values())
     )
-
-
-def _named_thing_id(arg: str, schema: dict[str, Any]) -> bool:
-    """A one-word argument named for a thing whose description calls it that thing's identifier: `tasklist`,
-    "Task list identifier."; `room`, "Room ID." (not `merchantAccount`, "Your merchant account identifier.":
-    an account name the user types is written as given)."""
-    phrase = _NOUN_THEN_ID.match(str(schema.get("description", "")))
-    if phrase is None or len(ordered_tokens(arg)) != 1:
-        return False
-    return "".join(phrase.group(1).split()).lower() in (arg.lower(), arg.lower().rstrip("s"))
 
 
 def _digit_examples(schema: dict[str, Any]) -> bool:
@@ -104,12 +92,6 @@ _ID_OPENING = re.compile(r"^\W*(?:(?:the|a|an|globally|universally|unique|numeri
 
 
 _IDENTIFIES = re.compile(r"^[^.]*\b(?:uniquely )?identif(?:y|ies) (?:this|the|a|an) ", re.I)
-
-# a first sentence that is a short noun phrase ending in an identifier word: "Task list identifier.",
-# "Room ID." (Google's discovery documents describe most ids this way)
-_NOUN_THEN_ID = re.compile(
-    r"^\W*(?:the\s+|an?\s+)?((?:(?!(?:or|and)\s)[A-Za-z]+\s+){1,3})(?:identifier|ID|Id|id)s?\s*(?:[.;(]|$)", re.I
-)
 
 
 def described_identifier(schema: dict[str, Any], lex: Lexicon) -> bool:

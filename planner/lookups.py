@@ -123,10 +123,7 @@ def producers(
     described = _text_words(str(schema.get("description", "")))
     arg_words = ordered_tokens(arg)
     identifier = classify(arg, schema).is_identifier or identifier_like(arg, schema, lex)  # an integer id too
-    # a one-word identifier is named for its thing (`tasklist`: "Task list identifier"; `version`: "A specific
-    # version ID"), as `customerId` is for the customer; a bare `id` or `Sid` names none
-    single = identifier and len(arg_words) == 1 and not set(arg_words) <= lex.identifier_words
-    named = entity_words(arg, lex) if len(arg_words) > 1 else arg_words if single else []
+    named = entity_words(arg, lex) if len(arg_words) > 1 else []
     told = described_entity(described, lex) if identifier else []
     for entity in [named] + ([told] if told and _norm(told, lex) != _norm(named, lex) else []):
         found = _producers(consumer, arg, catalog, arg_words, entity, described, identifier, lookups_only, lex)

@@ -1,7 +1,6 @@
-"""Which tool a step asks for when the embedding alone is not enough (planner/selection.py), and the
-identifier a one-word argument's description declares (planner/argkinds.py, planner/lookups.py), on real
-catalog shapes: route-generated kebab ids, Google-style "Task list identifier." descriptions, a comment
-step after a sequencing connective. Model-free: the HashingEmbedder, so the configured margins, not the
+"""Which tool a step asks for when the embedding alone is not enough (planner/selection.py), and which
+earlier node an identifier takes (planner/upstream.py, planner/prerequisites.py), on real catalog shapes:
+route-generated kebab ids, an output wrapped in `data`, a comment step after a sequencing connective. Model-free: the HashingEmbedder, so the configured margins, not the
 embedding, decide what is compared."""
 
 from __future__ import annotations
@@ -10,11 +9,9 @@ import asyncio
 from datetime import date
 from typing import Any
 
-from planner.argkinds import identifier_like
 from planner.catalog import ToolCatalog
 from planner.config import SelectionConfig
 from planner.lexicon import lexicon
-from planner.lookups import producers
 from planner.selection import ToolSelector
 from planner.similarity import CachedEmbedder, HashingEmbedder
 from planner.values import extract
@@ -120,35 +117,6 @@ def test_a_step_after_a_sequencing_connective_gets_its_clearly_best_tool_below_s
     assert sequence(request, catalog, connective_lead=0.01, **strict)[-1:] == ["createStoryForTask"]
     without = "Add a task 'Record welcome video' and a comment: 'Priya, can you own the script?'"
     assert "createStoryForTask" not in sequence(without, catalog, connective_lead=0.01, **strict)
-
-
-TASKLISTS = fn(
-    "tasks_tasklists_list",
-    "Returns all the authenticated user's task lists.",
-    {"maxResults": {"type": "integer"}},
-    output=listed({"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}}}),
-)
-INSERT = fn(
-    "tasks_tasks_insert",
-    "Creates a new task on the specified task list.",
-    {"tasklist": {"type": "string", "description": "Task list identifier."}, "title": {"type": "string"}},
-    ["tasklist"],
-    {"type": "object", "properties": {"id": {"type": "string"}}},
-)
-
-
-def test_a_one_word_argument_its_description_calls_an_identifier_is_looked_up_by_its_thing() -> None:
-    """`tasklist`, "Task list identifier." (Google's discovery style): the id of a task list, which the
-    lists tool returns; an account name the user types ("Your merchant account identifier.") stays a name."""
-    assert identifier_like("tasklist", {"type": "string", "description": "Task list identifier."})
-    assert identifier_like("room", {"type": "string", "description": "Room ID."})
-    assert not identifier_like(
-        "merchantAccount", {"type": "string", "description": "Your merchant account identifier."}
-    )
-    assert not identifier_like("title", {"type": "string", "description": "Title of the task."})
-    catalog = ToolCatalog.from_openai([TASKLISTS, INSERT])
-    found = producers(catalog.get("tasks_tasks_insert"), "tasklist", catalog)
-    assert [(p.tool, p.path) for p in found][:1] == [("tasks_tasklists_list", "items.0.id")]
 
 
 WRAPPED_TASK = {"type": "object", "properties": {"data": {"type": "object", "properties": {
