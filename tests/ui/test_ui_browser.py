@@ -124,10 +124,10 @@ def test_a_waiting_run_is_approved_from_the_page(stack: SteeringStack, browser: 
     log_in(browser, stack.url, KEY_A_APPROVER)  # a person's key, with the approver scope
     browser.find_element(By.ID, "status-filter").send_keys("awaiting approval")
     wait_for(browser, lambda d: d.execute_script("return location.hash") == "#/runs?status=awaiting_approval")
-    row = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'#runs-body tr[data-run-id="{run_id}"]'))[0]
-    assert row.get_attribute("data-status") == "awaiting_approval"
+    row = f'#runs-body tr[data-run-id="{run_id}"]'  # read in one step: the list redraws live (a found row goes stale)
+    assert wait_for(browser, lambda d: attribute_of(d, row, "data-status")) == "awaiting_approval"
     assert len(browser.find_elements(By.CSS_SELECTOR, "#runs-body tr[data-run-id]")) == 1  # filtered
-    row.find_element(By.TAG_NAME, "a").click()
+    click(browser, f"{row} a")
     wait_for(browser, lambda d: d.find_elements(By.ID, "approve"))
     assert node_statuses(browser)["n2"] == "awaiting_approval"
     held = text_of(browser, "#held-calls") or ""
@@ -166,8 +166,8 @@ def test_the_escalation_queue_and_the_plan_page(stack: SteeringStack, browser: w
     assert stack.wait_status(run_id, "failed")["escalation"]["state"] == "open"
     log_in(browser, stack.url, KEY_A)
     browser.find_element(By.ID, "nav-escalations").click()
-    row = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'#escalations-body tr[data-run-id="{run_id}"]'))
-    assert "replans_exhausted" in row[0].text
+    queued = f'#escalations-body tr[data-run-id="{run_id}"]'  # (read in one step, as above)
+    assert "replans_exhausted" in wait_for(browser, lambda d: text_of(d, queued))
     browser.find_element(By.ID, "nav-plan").click()
     wait_for(browser, lambda d: d.find_elements(By.ID, "plan-request"))[0].send_keys("Weather in Hangzhou on June 20")
     browser.find_element(By.ID, "make-plan").click()
