@@ -12,8 +12,11 @@ Conventions (the HTTP caller and the benchmark data rely on them):
 - path, query and header parameters become arguments under their own names; a name that is not a
   valid argument name (`Intercom-Version`, `filter[status]`) is written with `_` for each other
   character, and the binding keeps the name on the wire. Skipped: cookie parameters, the
-  `Authorization` header, and parameters that an `apiKey` security scheme declares (credentials come
-  from the toolset, never from a plan). Operation-level parameters override path-level ones.
+  `Authorization` header, parameters that an `apiKey` security scheme declares, and header or query
+  parameters named and described as a credential (Slack's `token` header, "Authentication token",
+  declared by no scheme; Google's `key` and `access_token` query parameters; each one named in
+  `skipped`): credentials come from the toolset, never from a plan. Operation-level parameters override
+  path-level ones.
 - a JSON request body (`application/json` or `*+json`) whose schema is an object with properties has
   each property as an argument (location `body`; `readOnly` properties skipped); a property named
   like a parameter becomes `body_<name>`. Any other JSON body is one argument `body` (`body: whole`).
@@ -133,6 +136,7 @@ class _Importer:
         self.limits = limits
         self.schemas = SchemaConverter(document, version, limits)
         self.credentials = _credential_parameters(document)
+        self.described_credentials: set[tuple[str, str]] = set()  # credentials no security scheme declares
         self.names: set[str] = set()
         self.partial: list[str] = []  # operations imported without some optional arguments, and which
 
@@ -153,6 +157,10 @@ class _Importer:
             except _Skip as why:
                 skipped.append(f"{method.upper()} {path} ({operation['operationId']}): {why}")
         skipped.extend(self.partial)
+        skipped.extend(
+            f"{location} parameter {wire}: a credential (named and described as one), sent by the toolset's auth"
+            for location, wire in sorted(self.described_credentials)
+        )
         info = as_object(self.document.get("info"))
         servers = tuple(
             str(s["url"])
@@ -258,6 +266,9 @@ class _Importer:
                 continue
             credential = (location, wire.lower()) in self.credentials
             if credential or (location == "header" and wire.lower() == "authorization"):
+                continue
+            if location != "path" and _described_credential(wire, param):
+                self.described_credentials.add((location, wire))  # the toolset's auth sends it, never a plan
                 continue
             schema = self._parameter_schema(param, depth)
             arg = _argument_name(wire, taken)
@@ -383,6 +394,25 @@ def _argument_name(wire: str, taken: set[str], prefix: str = "") -> str:
         name, n = base[: 64 - len(suffix)] + suffix, n + 1
     taken.add(name)
     return name
+
+
+# a header or query parameter named like a credential (`token`, `access_token`, `api_key`, `X-API-Key`,
+# `key`) whose description says it is one ("Authentication token. Requires scope: `chat:write`", Slack's
+# Web API, which declares no apiKey scheme for it; Google's "API key. Your API key identifies your
+# project…"): the toolset's auth carries it, a plan never does
+_CREDENTIAL_NAMES = frozenset({"token", "accesstoken", "authtoken", "oauthtoken", "apikey", "key", "xapikey"})
+_CREDENTIAL_TEXT = re.compile(
+    r"\b(?:authenticat\w*|authori[sz]ation|credentials?|api[ _-]?key"
+    r"|(?:access|bearer|auth|oauth(?:\s*2(?:\.0)?)?) token)\b",
+    re.I,
+)
+
+
+def _described_credential(wire: str, param: dict[str, Any]) -> bool:
+    name = re.sub(r"[^a-z]", "", wire.lower())
+    schema = param.get("schema")
+    text = str(param.get("description") or (schema.get("description") if isinstance(schema, dict) else "") or "")
+    return name in _CREDENTIAL_NAMES and _CREDENTIAL_TEXT.search(text[:400]) is not None
 
 
 def _credential_parameters(document: dict[str, Any]) -> set[tuple[str, str]]:

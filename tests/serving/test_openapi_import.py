@@ -449,7 +449,11 @@ def test_an_id_object_inside_a_listed_result_keeps_its_fields() -> None:
     listing = {"type": "object", "properties": {"items": {"type": "array", "items": item}}}
     content = {"application/json": {"schema": listing}}
     document = doc(
-        {"/search": {"get": {"operationId": "search", "responses": {"200": {"description": "ok", "content": content}}}}},
+        {
+            "/search": {
+                "get": {"operationId": "search", "responses": {"200": {"description": "ok", "content": content}}}
+            }
+        },
         components={"schemas": {"ResourceId": ident}},
     )
     output = import_openapi(json.dumps(document)).tools[0].tool["function"]["output_schema"]
@@ -469,3 +473,38 @@ def test_a_ref_chain_deeper_than_the_bound_is_refused() -> None:
     assert import_openapi(json.dumps(document), ImportLimits(max_ref_depth=64)).tools[0].tool["function"][
         "output_schema"
     ] == {"type": "string"}
+
+
+def test_a_parameter_named_and_described_as_a_credential_is_the_toolsets_not_an_argument() -> None:
+    """Slack's Web API declares its token as a required header parameter of every method ("Authentication
+    token. Requires scope: …") and no apiKey scheme; Google's documents a `key` query parameter ("API key.
+    …"). Neither may reach a plan: the toolset's auth sends it. A `key` or `token` that is data (an object's
+    key, a page token) stays an argument."""
+    token = {"name": "token", "in": "header", "required": True, "schema": {"type": "string"},
+             "description": "Authentication token. Requires scope: `chat:write`"}  # fmt: skip
+    document = doc({
+        "/chat.postMessage": {"post": {
+            "operationId": "chat_postMessage", "parameters": [token], "responses": OK,
+            "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {
+                "type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}}}}}},
+        }},
+        "/objects": {"get": {"operationId": "objects_get", "responses": OK, "parameters": [
+            {"name": "key", "in": "query", "required": True, "schema": {"type": "string"},
+             "description": "The object's key in the bucket."},
+            {"name": "pageToken", "in": "query", "schema": {"type": "string"}, "description": "Page token."},
+            {"name": "token", "in": "query", "schema": {"type": "string"},
+             "description": "OAuth 2.0 token for the current user."},
+            {"name": "api_key", "in": "query", "schema": {"type": "string"}, "description": "API key. Identifies your project."},
+        ]}},
+    })  # fmt: skip
+    result = import_openapi(json.dumps(document))
+    tools = {t.name: t for t in result.tools}
+    post = tools["chat_postMessage"].tool["function"]["parameters"]
+    assert list(post["properties"]) == ["channel", "text"] and "required" not in post
+    assert {a.name for a in tools["chat_postMessage"].binding.arguments} == {"channel", "text"}
+    assert list(tools["objects_get"].tool["function"]["parameters"]["properties"]) == ["key", "pageToken"]
+    assert [s for s in result.skipped if "credential" in s] == [
+        "header parameter token: a credential (named and described as one), sent by the toolset's auth",
+        "query parameter api_key: a credential (named and described as one), sent by the toolset's auth",
+        "query parameter token: a credential (named and described as one), sent by the toolset's auth",
+    ]
