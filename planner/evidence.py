@@ -132,8 +132,9 @@ class NodeEvidence(DateEvidence, KindEvidence):
         if not required and (unwritable(schema, arg) or arg in self.ambient):  # (a deprecated one's replacement
             # is the one to write; a parameter every tool takes alike is about the call, not the action)
             return ArgOptions(arg, False, kind, typed=True, closed=True, supported=False, unwritable=True)
-        # (an optional argument takes no same-named output: a filler more often than not; only the id of the
-        # thing an earlier node created or found, when the argument names that thing: `segment_id`)
+        # (an optional argument takes no same-named output: a filler more often than not; an identifier with
+        # no same-named output takes the id of the thing an earlier node created or found, when the argument
+        # names that thing: `segment_id`, `task_gid`)
         same = same_named_refs(self.upstream, arg, schema, self.lex) if required else ()
         if kind.is_identifier and not same:
             same = entity_id_refs(self.upstream, arg, self.lex)
