@@ -142,7 +142,8 @@ def _value_problems(schema: dict[str, Any], value: Any) -> list[str]:
     description = str(schema.get("description", ""))
     declared = schema.get("format") is None and _DECLARES_TIMESTAMP.search(description)
     date_only = "YYYY-MM-DD" in description and "HH" not in description  # "ISO 8601 date string (YYYY-MM-DD)"
-    if declared and isinstance(value, str) and not (_is_date_time(value) or date_only and _is_date(value)):
+    either = re.search(r"\bdate or (a )?date-?time\b", description, re.IGNORECASE)  # "an ISO 8601 date or datetime"
+    if declared and isinstance(value, str) and not (_is_date_time(value) or (date_only or either) and _is_date(value)):
         found.append("not the RFC 3339 timestamp the description declares")
     return found
 
