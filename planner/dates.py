@@ -278,7 +278,9 @@ def declared_format(schema: dict[str, Any], kind_hint: str, lex: Lexicon) -> Dat
         return DateFormat("date", "YYYY-MM-DD")
     description = str(schema.get("description", ""))
     if kind in ("integer", "number") and {w.lower() for w in re.findall(r"[A-Za-z]+", description)} & lex.epoch_words:
-        return DateFormat("epoch") if kind_hint else None
+        # (a number named for a date, or one its description shows as seconds since the epoch: Intercom's
+        # `created_at_after`, "It must be formatted as a unix timestamp. Example: 1527811200.")
+        return DateFormat("epoch") if kind_hint or _digits_timestamp(schema, description) else None
     if kind not in ("string", "") and kind_hint:
         return None
     if kind in ("string", "") and _digits_timestamp(schema, description):

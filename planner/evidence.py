@@ -147,8 +147,10 @@ class NodeEvidence(DateEvidence, KindEvidence):
         if (country := country_format(schema, arg.rpartition(".")[2])) is not None:
             return self._country(arg, kind, required, same, country)
         items = schema.get("items")
-        if required and kind.kind == "array" and isinstance(items, dict) and isinstance(items.get("enum"), list):
-            return self._enum_list(arg, items["enum"], kind)
+        if kind.kind == "array" and isinstance(items, dict) and isinstance(items.get("enum"), list):
+            return self._enum_list(arg, items["enum"], kind, required, same)
+        if kind.kind == "array" and (item := self._shaped_item(arg, schema)) is not None:
+            return self._shaped_list(arg, kind, required, same, item)
         if kind.is_identifier or kind.kind in ("email", "url", "phone"):
             return self._shaped(
                 arg, kind, required, same, description_keywords(schema, arg) if kind.is_identifier else [], schema
@@ -179,6 +181,32 @@ class NodeEvidence(DateEvidence, KindEvidence):
             and (c.kind != "ngram" or "." not in arg)  # a field inside an object takes no bare word of the request
         ]
         return self._optional(arg, kind, [str(c.value) if c.is_number else c.value for c in cued], same)
+
+    def _shaped_item(self, arg: str, schema: dict[str, Any]) -> tuple[ArgKind, dict[str, Any]] | None:
+        """The kind of a list's items when they are e-mail addresses, URLs or phone numbers (SendGrid's
+        `emails`, "One or more … email addresses"): each item is such a value, whatever its schema names."""
+        items = schema.get("items")
+        if not isinstance(items, dict) or items.get("type", "string") != "string":
+            return None
+        item = {**items, "description": str(items.get("description") or schema.get("description") or "")}
+        kind = classify(arg, item)
+        return (kind, item) if kind.kind in ("email", "url", "phone") else None
+
+    def _shaped_list(
+        self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...], item: tuple[ArgKind, dict[str, Any]]
+    ) -> ArgOptions:
+        """A list of shaped values: the values its items would take, as one list ("with email kim@orbit.io"
+        → `emails: ["kim@orbit.io"]`)."""
+        taken = [c for c in self._inside() if not self._tied_only_to(c, arg)]  # ("the track spotify:track:…" is
+        # Spotify's `uris`, the string, before its body's list `body_uris`)
+        values = [v for v in self._shaped(arg, item[0], required, (), [], item[1]).values
+                  if not any(c.value == v for c in taken)]  # fmt: skip
+        if not values and not any(k.kind == item[0].kind for k in self._kinds.values()):
+            # the tool's one place for values of this kind takes every one its step writes
+            values = [c.value for c in self._inside() if c.written and shaped_as(c, item[0])]
+        if not values:
+            return ArgOptions(arg, True, kind) if required else self._optional(arg, kind, [], same)
+        return ArgOptions(arg, required, kind, (values,), typed=True, closed=True)
 
     def _tied_only_to(self, c: Candidate, arg: str) -> bool:
         """No other argument of the tool is tied to the value as strongly (`addLabelIds`, `removeLabelIds`

@@ -20,6 +20,7 @@ from planner.upstream import could_supply
 from planner.value_shapes import (
     ADDRESS_KINDS,
     clock_named_id,
+    examples_allow,
     identified_things,
     named_only,
     number_of,
@@ -62,14 +63,27 @@ class KindEvidence(StepEvidence):
             return ArgOptions(arg, True, kind)
         return self._optional(arg, kind, [], same)  # none or several options named: not clear, left out
 
-    def _enum_list(self, arg: str, options: list[Any], kind: ArgKind) -> ArgOptions:
-        """A required list of an enum's options: the options the request names, in the schema's order ("tracks
-        by Miles Davis" → `type: ["track"]`); left to the model when it names none. (Not for an optional list:
-        the request's verb would name options nobody asked to filter by, "Schedule …" → `status: [scheduled]`.)"""
+    def _enum_list(
+        self, arg: str, options: list[Any], kind: ArgKind, required: bool, same: tuple[str, ...]
+    ) -> ArgOptions:
+        """A list of an enum's options: the options the request names, in the schema's order ("tracks by Miles
+        Davis" → `type: ["track"]`, "delivered and bounced" → `metrics: ["delivered", "bounced"]`); a required
+        one is left to the model when it names none. An optional list takes no option the tool's own verb or
+        nouns name: the request's verb would name options nobody asked to filter by ("Schedule …" →
+        `status: [scheduled]`)."""
         named = self.said.longest([o for o in options if isinstance(o, str) and self.said.names_option(o, arg)])
+        if not required:
+            named = [o for o in named if not self._names_the_tool(o) and not self._names_the_verb(o)]
         if named:
-            return ArgOptions(arg, True, kind, ([o for o in options if o in named],), typed=True, closed=True)
-        return ArgOptions(arg, True, kind)
+            return ArgOptions(arg, required, kind, ([o for o in options if o in named],), typed=True, closed=True)
+        return ArgOptions(arg, True, kind) if required else self._optional(arg, kind, [], same)
+
+    def _names_the_verb(self, option: str) -> bool:
+        """An enum option whose one word is, by its stem, the tool's verb or a verb of the request ("Schedule
+        the single send …" names no `status: scheduled` of the search that finds it)."""
+        words = [self.lex.stem(w) for w in ordered_tokens(option)]
+        verbs = self._tool_verbs | {self.lex.stem(w) for w in self.said.words if w in self.lex.action_verbs}
+        return len(words) == 1 and words[0] in verbs
 
     def _flag(self, arg: str, kind: ArgKind, required: bool, same: tuple[str, ...]) -> ArgOptions:
         value = self.said.flag_value(arg)
@@ -101,6 +115,7 @@ class KindEvidence(StepEvidence):
                 if c.written
                 and (shaped_as(c, kind) or c in named)
                 and fits_string(str(c.value) if c.is_number else c.value, schema)
+                and (not kind.is_identifier or examples_allow(c, schema))
             ]
             cued = [c for c in shaped if c in named or self.ties.cued(c, arg, optional=not required)]
             if kind.is_identifier:  # a bare number or quoted text only when named one; no first word of a name
@@ -183,9 +198,32 @@ class KindEvidence(StepEvidence):
         if kind.kind == "integer":
             cued = [v for v in cued if float(v).is_integer()]
         sized = set(ordered_tokens(arg)) & self.lex.limit_args
-        if not cued and kind.kind in ("integer", "number") and self._lists and sized:
+        if not cued and kind.kind in ("integer", "number") and self._lists and sized and self._counts_listed(arg):
             cued = list_size(self._inside(), self.values.text, self.ties, self._listed)  # "the ten newest files"
         return self._optional(arg, kind, cued, same, typed=True)
+
+    def _counts_listed(self, arg: str) -> bool:
+        """`arg` is the limit that counts what the tool lists: with several limits (`maxResults`,
+        `maxAttendees`), the ones whose other words name the results ("results", "entries") or the thing
+        of the tool's name; any limit when none does."""
+
+        def counts(a: str) -> bool:
+            rest = [w for w in ordered_tokens(a) if w not in self.lex.limit_args]
+            named = {self.lex.stem(w) for w in rest} <= self.ties.entity | self._result_words
+            return all(w in self.lex.limit_args for w in ordered_tokens(a)) or named
+
+        limits = [
+            a for a in self.ties.args
+            if set(ordered_tokens(a)) & self.lex.limit_args and (k := self._kinds.get(a)) is not None
+            and k.kind in ("integer", "number")
+        ]  # fmt: skip
+        fitting = [a for a in limits if counts(a)]
+        return not fitting or arg in fitting
+
+    @property
+    def _result_words(self) -> set[str]:
+        """The stems of the one-word limit tails ("results", "hits", "entries"): words for what a list returns."""
+        return {self.lex.stem(t) for t in self.lex.limit_tails if " " not in t}
 
 
 _COMMA_LIST = re.compile(r"\bcomma[- ]?(?:separated|delimited)\b|\bseparated by (?:a )?commas?\b", re.IGNORECASE)

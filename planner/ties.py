@@ -9,6 +9,7 @@ write an optional argument only with a value cued for it.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 
@@ -85,7 +86,8 @@ class Ties:
             if at + 1 < len(cue) and cue[at + 1] == "of" and self._changed_to(c):
                 back += 1  # "the location of my 'Budget sync' … to Room 4B": the value after "of" owns the field
                 continue
-            if word in tokens or (len(word) > 2 and self.lex.stem(word) in stems):
+            stem = self.lex.stem(word)
+            if word in tokens or (len(word) > 2 and (stem in stems or same_root(stem, stems))):
                 score += max(w["cue_near"] - back, 1.0)
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
@@ -282,3 +284,17 @@ class Ties:
         if arg in self.numeric:
             return c.is_number
         return True
+
+
+ROOT_MIN = 6  # letters two stems share before one word is taken for a form of the other
+
+
+def same_root(stem: str, stems: set[str]) -> bool:
+    """A word that is another form of a word of the argument's name by its long shared beginning, where the
+    stemmer leaves them apart ("described" / `description`: "describ", "descript")."""
+    for other in stems:
+        shared = len(os.path.commonprefix([stem, other]))
+        if shared >= ROOT_MIN and shared >= 0.75 * min(len(stem), len(other)):
+            return True
+    return False
+

@@ -70,6 +70,23 @@ def shaped_as(c: Candidate, kind: ArgKind) -> bool:
     return found == kind.kind
 
 
+def examples_allow(c: Candidate, schema: dict[str, Any]) -> bool:
+    """An e-mail address or URL fills an identifier whose schema shows examples only when one of them is one
+    too (Intercom's `contact_id`, "Example: 63a07ddf05a32042dffac965", takes the id a search by the address
+    finds, never the address; Google's `calendarId`, with no example, takes "team@group.calendar.google.com")."""
+    found = shape(c)
+    if found not in ("email", "url"):
+        return True
+    examples = schema.get("examples")
+    shown = list(examples) if isinstance(examples, list) else []
+    if "example" in schema:
+        shown.append(schema["example"])
+    shown = [str(e) for e in shown if isinstance(e, (str, int, float))]
+    if not shown:
+        return True
+    return any(("@" in e and "://" not in e) if found == "email" else "://" in e for e in shown)
+
+
 # what an identifier's description says it identifies: "A comma separated list of node IDs" → node
 _ID_OF = re.compile(r"([A-Za-z]+)[\s-]+(?:ids?|identifiers?)\b", re.IGNORECASE)
 _CLOCK_SHAPED = re.compile(r"\d{1,6}:\d{1,6}")
