@@ -48,6 +48,7 @@ from planner.catalog import ToolDef
 from planner.countries import country_format
 from planner.evidence_dates import DateEvidence
 from planner.evidence_kinds import KindEvidence
+from planner.flat_args import list_item
 from planner.lookups import description_keywords, is_lookup, name_verbs, nouns
 from planner.money import amount_fields, in_declared_unit, money_in
 from planner.selectors import selector, selector_options
@@ -185,10 +186,9 @@ class NodeEvidence(DateEvidence, KindEvidence):
     def _shaped_item(self, arg: str, schema: dict[str, Any]) -> tuple[ArgKind, dict[str, Any]] | None:
         """The kind of a list's items when they are e-mail addresses, URLs or phone numbers (SendGrid's
         `emails`, "One or more … email addresses"): each item is such a value, whatever its schema names."""
-        items = schema.get("items")
-        if not isinstance(items, dict) or items.get("type", "string") != "string":
+        item = list_item(schema)
+        if item is None or item.get("type", "string") != "string":
             return None
-        item = {**items, "description": str(items.get("description") or schema.get("description") or "")}
         kind = classify(arg, item)
         return (kind, item) if kind.kind in ("email", "url", "phone") else None
 
@@ -197,13 +197,16 @@ class NodeEvidence(DateEvidence, KindEvidence):
     ) -> ArgOptions:
         """A list of shaped values: the values its items would take, as one list ("with email kim@orbit.io"
         → `emails: ["kim@orbit.io"]`)."""
-        taken = [c for c in self._inside() if not self._tied_only_to(c, arg)]  # ("the track spotify:track:…" is
-        # Spotify's `uris`, the string, before its body's list `body_uris`)
-        values = [v for v in self._shaped(arg, item[0], required, (), [], item[1]).values
-                  if not any(c.value == v for c in taken)]  # fmt: skip
+        inside = self._inside()
+        values = [  # none another argument is tied to as strongly ("the track spotify:track:…" is Spotify's
+            # `uris`, the string, before its body's list `body_uris`)
+            v
+            for v in self._shaped(arg, item[0], required, (), [], item[1]).values
+            if all(self._tied_only_to(c, arg) for c in inside if c.value == v)
+        ]
         if not values and not any(k.kind == item[0].kind for k in self._kinds.values()):
             # the tool's one place for values of this kind takes every one its step writes
-            values = [c.value for c in self._inside() if c.written and shaped_as(c, item[0])]
+            values = [c.value for c in inside if c.written and shaped_as(c, item[0])]
         if not values:
             return ArgOptions(arg, True, kind) if required else self._optional(arg, kind, [], same)
         return ArgOptions(arg, required, kind, (values,), typed=True, closed=True)

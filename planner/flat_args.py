@@ -241,6 +241,15 @@ def _flatten_values(args: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[
     return out
 
 
+def list_item(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An array schema's item schema, described by the list's own description where the items have none
+    ("Array of project gids" for items of no text): what one item of the list is (None without items)."""
+    items = schema.get("items")
+    if not isinstance(items, dict):
+        return None
+    return {**items, "description": str(items.get("description") or schema.get("description") or "")}
+
+
 def id_items_view(tool: ToolDef) -> ToolDef:
     """The tool with each optional list of identifiers (Asana's `data.projects`, "Array of project gids",
     items "Gid of a project.") seen as one identifier of its items' kind: the request that names one such
@@ -251,10 +260,9 @@ def id_items_view(tool: ToolDef) -> ToolDef:
     for arg, schema in props.items():
         if arg in tool.required or not isinstance(schema, dict) or schema.get("type") != "array":
             continue
-        items = schema.get("items")
-        if not isinstance(items, dict) or items.get("type") != "string":
+        item = list_item(schema)
+        if item is None or item.get("type") != "string":
             continue
-        item = {**items, "description": str(items.get("description") or schema.get("description") or "")}
         if classify(arg, item).is_identifier:
             changed[arg] = item
     if not changed:

@@ -87,7 +87,7 @@ class Ties:
                 back += 1  # "the location of my 'Budget sync' … to Room 4B": the value after "of" owns the field
                 continue
             stem = self.lex.stem(word)
-            if word in tokens or (len(word) > 2 and (stem in stems or same_root(stem, stems))):
+            if word in tokens or (len(word) > 2 and (stem in stems or same_root(stem, stems, w))):
                 score += max(w["cue_near"] - back, 1.0)
                 if back == 0 and len(tokens) == 1:
                     score += w["exact"]  # the argument's whole name: `reference` before `capturePspReference`
@@ -286,15 +286,12 @@ class Ties:
         return True
 
 
-ROOT_MIN = 6  # letters two stems share before one word is taken for a form of the other
-
-
-def same_root(stem: str, stems: set[str]) -> bool:
+def same_root(stem: str, stems: set[str], w: Mapping[str, float]) -> bool:
     """A word that is another form of a word of the argument's name by its long shared beginning, where the
-    stemmer leaves them apart ("described" / `description`: "describ", "descript")."""
+    stemmer leaves them apart ("described" / `description`: "describ", "descript"); `w`: the evidence
+    weights (`root_letters` shared at least, and at least `root_share` of the shorter stem)."""
     for other in stems:
         shared = len(os.path.commonprefix([stem, other]))
-        if shared >= ROOT_MIN and shared >= 0.75 * min(len(stem), len(other)):
+        if shared >= w["root_letters"] and shared >= w["root_share"] * min(len(stem), len(other)):
             return True
     return False
-

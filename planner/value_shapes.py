@@ -84,7 +84,7 @@ def examples_allow(c: Candidate, schema: dict[str, Any]) -> bool:
     shown = [str(e) for e in shown if isinstance(e, (str, int, float))]
     if not shown:
         return True
-    return any(("@" in e and "://" not in e) if found == "email" else "://" in e for e in shown)
+    return any(written_shape(e.strip()) == found for e in shown)
 
 
 # what an identifier's description says it identifies: "A comma separated list of node IDs" → node
