@@ -107,7 +107,9 @@ _CLOCK_EXAMPLE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 def one_thing_one_id(out: dict[str, ArgOptions], things: Mapping[str, frozenset[str]]) -> None:
     """Two identifiers of one node that name the same thing (`things`: argument → stems of the thing it
     names; Asana's path `project_gid` and body `data.project`) take the same value: the one a lookup or an
-    earlier node gives the first, when the other has no reference of its own."""
+    earlier node gives the first, when the other has no reference of its own. Two optional ones are no
+    twins: YouTube's `snippet.channelId`, `snippet.resourceId.channelId` and `subscriberSnippet.channelId`
+    are three channels (the subscriber's, the one subscribed to, …), one of which the request names."""
     for arg, options in out.items():
         if not options.kind.is_identifier or options.refs or not things.get(arg):
             continue
@@ -115,7 +117,11 @@ def one_thing_one_id(out: dict[str, ArgOptions], things: Mapping[str, frozenset[
             (
                 o
                 for a, o in out.items()
-                if a != arg and o.kind.is_identifier and o.refs and things.get(a) == things[arg]
+                if a != arg
+                and o.kind.is_identifier
+                and o.refs
+                and things.get(a) == things[arg]
+                and (o.required or options.required)
             ),
             None,
         )

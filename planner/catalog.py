@@ -351,19 +351,37 @@ def _unwrap_nullable(schema: Any) -> Any:
 
 def output_fields(schema: Mapping[str, Any], prefix: str = "", depth: int = 0) -> tuple[tuple[str, str], ...]:
     """Referencable (path, type) pairs of an output schema: top-level fields and one level below, where a
-    list of objects is entered at its first item (`customers.0.customerId`: what a lookup returns)."""
+    list of objects is entered at its first item (`customers.0.customerId`: what a lookup returns). An
+    identifier written as an object of identifiers one level below is entered too: YouTube's search result
+    `items.0.id` holds `videoId`, `channelId`, `playlistId` (`items.0.id.videoId`)."""
     found: list[tuple[str, str]] = []
     for name, sub in (schema.get("properties") or {}).items():
         sub = _unwrap_nullable(sub)
         path = f"{prefix}{name}"
         kind = sub.get("type", "") if isinstance(sub, dict) else ""
         found.append((path, kind if isinstance(kind, str) else ""))
+        if depth == 1 and isinstance(sub, dict) and kind == "object" and _names_an_identifier(name):
+            found.extend(
+                (f"{path}.{inner}", k if isinstance(k, str) else "")
+                for inner, leaf in (sub.get("properties") or {}).items()
+                if _names_an_identifier(inner)
+                and (k := (_unwrap_nullable(leaf).get("type", "") if isinstance(leaf, dict) else "")) != "object"
+            )
         if depth == 0 and isinstance(sub, dict) and kind == "object":
             found.extend(output_fields(sub, path + ".", depth + 1))
         items = sub.get("items") if isinstance(sub, dict) and kind == "array" else None
         if depth == 0 and isinstance(items, dict) and isinstance(items.get("properties"), dict):
             found.extend(output_fields(items, path + ".0.", depth + 1))
     return tuple(found)
+
+
+_IDENTIFIER_TAILS = frozenset({"id", "ids", "gid", "sid", "key", "uuid"})
+
+
+def _names_an_identifier(name: str) -> bool:
+    """`id`, `resourceId`, `video_id`, `ConversationSid`: a field name whose last word says it identifies."""
+    words = re.split(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])", name)
+    return bool(words) and words[-1].lower() in _IDENTIFIER_TAILS
 
 
 def output_type(schema: Mapping[str, Any]) -> str:

@@ -60,6 +60,13 @@ def field_depth(name: str) -> int:
     return sum(1 for part in name.split(SEP)[1:] if not part.isdigit())
 
 
+def field_name(name: str) -> str:
+    """The name a field of a flat view has in its own object: `snippet.resourceId.videoId` → `videoId`,
+    `body.attendees.0.email` → `email` (a top-level argument is its own name)."""
+    parts = [part for part in name.split(SEP) if not part.isdigit()]
+    return parts[-1] if parts else name
+
+
 def flat_catalog(catalog: ToolCatalog) -> ToolCatalog:
     """The catalog of flat views (the catalog itself when no tool changes)."""
     tools = [flat_tool(tool) for tool in catalog]

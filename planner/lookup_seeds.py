@@ -12,8 +12,9 @@ import re
 
 from planner.argkinds import classify, names_kind, ordered_tokens
 from planner.catalog import ToolDef
+from planner.flat_args import field_name
 from planner.lexicon import lexicon
-from planner.lookups import entity_words
+from planner.lookups import described_entity, entity_words
 from planner.query_filters import filter_object
 from planner.value_shapes import ADDRESS_KINDS, shaped_as
 from planner.values import Candidate, RequestValues, name_tokens, rank
@@ -87,10 +88,34 @@ def lookup_seed(
     # an address or a code identifies the thing better than quoted text, which is more often the new value
     # ("the contact with e-mail x@y.cn: rename it to '王丽'")
     shaped = [c for c in inside if (c.kind in ADDRESS_KINDS and _finds_by(producer, c.kind)) or id_code(c)]
+    # a name written against the thing's own word before quoted text ("Add 'Buy milk' to my Groceries
+    # list": the list's name; the quoted text is the new task's)
+    shaped = shaped or [c for c in inside if c.kind != "ngram" and names_the_thing(c, tool, arg)]
     shaped = shaped or [c for c in inside if c.kind in ("quoted", "filename")]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
     return str(ranked[0].value) if ranked else None
+
+
+def thing_words(tool: ToolDef, arg: str) -> set[str]:
+    """The stems of what an identifier argument identifies: its name's words and its description's
+    thing (`tasklist` described "Task list identifier." → tasklist, list)."""
+    lex = lexicon("en")
+    schema = tool.properties.get(arg)
+    described = re.findall(r"[A-Za-z]+", str((schema if isinstance(schema, dict) else {}).get("description", "")))
+    own = field_name(arg)
+    words = (name_tokens(own) | set(entity_words(own, lex))) - lex.identifier_words
+    told = described_entity(described, lex)  # "task list": its head word and the compound, not "task" alone
+    return {lex.stem(w) for w in words | ({told[-1], "".join(told)} if told else set())}
+
+
+def names_the_thing(c: Candidate, tool: ToolDef, arg: str) -> bool:
+    """The word right before or after the value is the thing `arg` identifies ("my Groceries list", "the
+    list Groceries"): the request calls the value that thing's name."""
+    lex = lexicon("en")
+    things = thing_words(tool, arg)
+    cue = c.cue.split()
+    return bool((c.tail and lex.stem(c.tail) in things) or (cue and lex.stem(cue[-1]) in things))
 
 
 def _names_another(c: Candidate, arg: str, tool: ToolDef, producer: ToolDef) -> bool:

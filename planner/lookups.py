@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from planner.argkinds import classify, identifier_like, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
+from planner.flat_args import field_name
 from planner.lexicon import Lexicon, lexicon
 
 
@@ -55,7 +56,12 @@ def _contains(haystack: list[str], needle: list[str], lex: Lexicon) -> bool:
     if not needle:
         return False
     hay, need = _norm(haystack, lex), _norm(needle, lex)
-    return any(hay[i : i + len(need)] == need for i in range(len(hay) - len(need) + 1))
+    if any(hay[i : i + len(need)] == need for i in range(len(hay) - len(need) + 1)):
+        return True
+    joined = "".join(need)  # a compound written as one word or as two: `tasklists` and "task list"
+    return len(need) + len(hay) > 2 and any(
+        "".join(hay[i:j]) == joined for i in range(len(hay)) for j in range(i + 1, len(hay) + 1) if j - i != len(need)
+    )
 
 
 def _text_words(text: str) -> list[str]:
@@ -121,7 +127,7 @@ def producers(
     schema = consumer.properties.get(arg)
     schema = schema if isinstance(schema, dict) else {}
     described = _text_words(str(schema.get("description", "")))
-    arg_words = ordered_tokens(arg)
+    arg_words = ordered_tokens(field_name(arg))  # `snippet.resourceId.videoId` of a flat view is a `videoId`
     identifier = classify(arg, schema).is_identifier or identifier_like(arg, schema, lex)  # an integer id too
     named = entity_words(arg, lex) if len(arg_words) > 1 else []
     told = described_entity(described, lex) if identifier else []
@@ -147,6 +153,16 @@ def described_entity(described: list[str], lex: Lexicon) -> list[str]:
             if rest and rest[0].lower() in ("for", "of"):
                 thing = [w.lower() for w in rest[1:] if w.lower() not in lex.determiners]
                 return thing[:1]
+    return named_before_id(described, lex)
+
+
+def named_before_id(described: list[str], lex: Lexicon) -> list[str]:
+    """The thing a description that opens with a short noun phrase ending in "identifier" names before it:
+    "Task list identifier." → ["task", "list"], "Parent task identifier. …" → ["parent", "task"]."""
+    for i, word in enumerate(described[:4]):
+        if word.lower() in ("identifier", "id"):
+            thing = [w.lower() for w in described[:i] if w.lower() not in lex.determiners]
+            return thing if 0 < len(thing) <= 3 else []
     return []
 
 

@@ -24,21 +24,23 @@ from dataclasses import dataclass, replace
 from planner.argkinds import classify, identifier_like, ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
-from planner.flat_args import id_items_view
-from planner.lexicon import lexicon
-from planner.lookup_seeds import id_code, lookup_seed
+from planner.flat_args import field_name, id_items_view
+from planner.lexicon import Lexicon, lexicon
+from planner.lookup_seeds import id_code, lookup_seed, thing_words
 from planner.lookups import (
     Producer,
     described_entity,
     description_keywords,
     entity_words,
     name_verbs,
+    named_before_id,
     nouns,
     producers,
     queryable,
 )
 from planner.slot_candidates import fits_string
 from planner.steps import Step, tool_verb
+from planner.value_shapes import examples_allow
 from planner.values import Candidate, RequestValues, ends_in_name, name_tokens, role_match
 
 _ID_KINDS = ("code", "quoted", "email", "url", "phone")
@@ -128,24 +130,39 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
         }
         addresses = {k for k, words in lex.kind_words.items() if (tokens | described) & words}
 
-        def claimed(c: Candidate) -> bool:  # "shopper cust-8841" is the shopper's reference, not this id
-            cue = set(c.cue.split()[-2:])
-            return not named(c) and any(
-                (name_tokens(other) | set(entity_words(other, lex))) & cue
-                for other in tool.required
+        def claimed(c: Candidate) -> bool:  # "shopper cust-8841" is the shopper's reference, not this id;
+            cue = {lex.stem(w) for w in c.cue.split()[-2:]}  # "with the tag 7522907" the optional `id`'s
+            return not named(c) and any(  # ("The unique identifier for the tag")
+                thing_words(tool, other) & cue
+                for other in tool.arg_names()
                 if other != arg and classify(other, tool.properties.get(other)).is_identifier
             )
 
         fitting = [c for c in inside if fits_string(str(c.value) if c.is_number else c.value, schema or {})]
+        # what the description calls the thing ("Target calendar identifier."): an address written right
+        # after that word is the id ("to the calendar team@group.calendar.google.com") where the schema's
+        # examples allow an address at all (planner/value_shapes.py)
+        thing = {lex.stem(w) for w in named_before_id(_words(schema), lex)}
+
+        def called(c: Candidate) -> bool:
+            cue = c.cue.split()
+            return bool(cue) and lex.stem(cue[-1]) in thing and examples_allow(c, schema or {})
+
         return any(  # quoted words are a name ("event 'Design review'"), never an id; nor is "alpha-3" or "utf-8"
             (id_code(c) or c.kind in addresses)
             and not claimed(c)
             and not elsewhere(c)
             or (c.kind == "number" and _in_digits(c, values) and named(c))
+            or (c.kind in ("email", "url") and called(c))
             for c in fitting  # "the pg-data-01 volume" is no `format: uuid` id: a name to look up
         )
     shaped = [c for c in inside if c.kind in _ID_KINDS or _short_code(c)]
     return any(named(c) for c in shaped)
+
+
+def _words(schema: object) -> list[str]:
+    """The words of a schema's description."""
+    return re.findall(r"[A-Za-z]+", str((schema if isinstance(schema, dict) else {}).get("description", "")))
 
 
 def _in_digits(c: Candidate, values: RequestValues) -> bool:
@@ -334,18 +351,33 @@ def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[
         if arg in tool.required or not classify(arg, schema).is_identifier:
             continue
         described = re.findall(r"[A-Za-z]+", str((schema or {}).get("description", "")))
-        words = entity_words(arg, lex) if len(ordered_tokens(arg)) > 1 else []
+        own = field_name(arg)
+        words = entity_words(own, lex) if len(ordered_tokens(own)) > 1 else []
         entity = {lex.stem(w) for w in [*words, *described_entity(described, lex)] if len(w) > 2}
         if entity & made:  # the id of what the tool creates ("新建一个叫“招聘日程”的日历"): the service's
             continue
         for c in names:
             cue = c.cue.split()
-            if c.value not in out.values() and (
-                (cue and lex.stem(cue[-1]) in entity) or (c.tail and lex.stem(c.tail) in entity)
+            if (
+                c.value not in out.values()
+                and ((cue and lex.stem(cue[-1]) in entity) or (c.tail and lex.stem(c.tail) in entity))
+                and not _names_another(tool, arg, cue[-3:], lex)
             ):
                 out[arg] = str(c.value)
                 break
     return out
+
+
+def _names_another(tool: ToolDef, arg: str, cue: list[str], lex: Lexicon) -> bool:
+    """The words before a value name another argument more fully than `arg`: "on merchant account
+    AcmeShopEU" is Adyen's `merchantAccount`, not the `costAllocationAccount` that also ends in "account"."""
+    said = {lex.stem(w) for w in cue}
+
+    def hits(name: str) -> int:
+        return sum(1 for w in ordered_tokens(field_name(name)) if lex.stem(w) in said)
+
+    mine = hits(arg)
+    return any(hits(other) > mine for other in tool.arg_names() if other != arg)
 
 
 def _same_field_twice(need: _Need, needs: list[_Need]) -> bool:
