@@ -90,7 +90,8 @@ def lookup_seed(
     shaped = [c for c in inside if (c.kind in ADDRESS_KINDS and _finds_by(producer, c.kind)) or id_code(c)]
     # a name written against the thing's own word before quoted text ("Add 'Buy milk' to my Groceries
     # list": the list's name; the quoted text is the new task's)
-    shaped = shaped or [c for c in inside if c.kind != "ngram" and names_the_thing(c, tool, arg)]
+    things = thing_words(tool, arg)
+    shaped = shaped or [c for c in inside if c.kind != "ngram" and _written_against(c, things)]
     shaped = shaped or [c for c in inside if c.kind in ("quoted", "filename")]
     description = str((tool.properties.get(arg) or {}).get("description", ""))
     ranked = rank(shaped or inside or names, arg, description, span=span, limit=1, lex=lex)
@@ -109,11 +110,10 @@ def thing_words(tool: ToolDef, arg: str) -> set[str]:
     return {lex.stem(w) for w in words | ({told[-1], "".join(told)} if told else set())}
 
 
-def names_the_thing(c: Candidate, tool: ToolDef, arg: str) -> bool:
-    """The word right before or after the value is the thing `arg` identifies ("my Groceries list", "the
-    list Groceries"): the request calls the value that thing's name."""
+def _written_against(c: Candidate, things: set[str]) -> bool:
+    """The word right before or after the value is the thing (`things`: its stems, `thing_words`) ("my
+    Groceries list", "the list Groceries"): the request calls the value that thing's name."""
     lex = lexicon("en")
-    things = thing_words(tool, arg)
     cue = c.cue.split()
     return bool((c.tail and lex.stem(c.tail) in things) or (cue and lex.stem(cue[-1]) in things))
 

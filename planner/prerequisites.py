@@ -125,18 +125,18 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
         )
 
     if kind.kind == "identifier":  # `emailOrId`, "The contact ID or email": an address is one too
-        described = {
-            w.lower() for w in re.findall(r"[A-Za-z]+", str((tool.properties.get(arg) or {}).get("description", "")))
-        }
+        described = {w.lower() for w in _words(tool.properties.get(arg))}
         addresses = {k for k, words in lex.kind_words.items() if (tokens | described) & words}
+
+        others = [  # what the tool's other identifiers identify
+            thing_words(tool, other)
+            for other in tool.arg_names()
+            if other != arg and classify(other, tool.properties.get(other)).is_identifier
+        ]
 
         def claimed(c: Candidate) -> bool:  # "shopper cust-8841" is the shopper's reference, not this id;
             cue = {lex.stem(w) for w in c.cue.split()[-2:]}  # "with the tag 7522907" the optional `id`'s
-            return not named(c) and any(  # ("The unique identifier for the tag")
-                thing_words(tool, other) & cue
-                for other in tool.arg_names()
-                if other != arg and classify(other, tool.properties.get(other)).is_identifier
-            )
+            return not named(c) and any(words & cue for words in others)  # ("The unique identifier for the tag")
 
         fitting = [c for c in inside if fits_string(str(c.value) if c.is_number else c.value, schema or {})]
         # what the description calls the thing ("Target calendar identifier."): an address written right
@@ -350,7 +350,7 @@ def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[
         schema = tool.properties.get(arg)
         if arg in tool.required or not classify(arg, schema).is_identifier:
             continue
-        described = re.findall(r"[A-Za-z]+", str((schema or {}).get("description", "")))
+        described = _words(schema)
         own = field_name(arg)
         words = entity_words(own, lex) if len(ordered_tokens(own)) > 1 else []
         entity = {lex.stem(w) for w in [*words, *described_entity(described, lex)] if len(w) > 2}
@@ -361,14 +361,14 @@ def _named_identifiers(tool: ToolDef, values: RequestValues | None, span: tuple[
             if (
                 c.value not in out.values()
                 and ((cue and lex.stem(cue[-1]) in entity) or (c.tail and lex.stem(c.tail) in entity))
-                and not _names_another(tool, arg, cue[-3:], lex)
+                and not _cue_names_another(tool, arg, cue[-3:], lex)
             ):
                 out[arg] = str(c.value)
                 break
     return out
 
 
-def _names_another(tool: ToolDef, arg: str, cue: list[str], lex: Lexicon) -> bool:
+def _cue_names_another(tool: ToolDef, arg: str, cue: list[str], lex: Lexicon) -> bool:
     """The words before a value name another argument more fully than `arg`: "on merchant account
     AcmeShopEU" is Adyen's `merchantAccount`, not the `costAllocationAccount` that also ends in "account"."""
     said = {lex.stem(w) for w in cue}
