@@ -128,7 +128,7 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
         described = {w.lower() for w in _words(tool.properties.get(arg))}
         addresses = {k for k, words in lex.kind_words.items() if (tokens | described) & words}
 
-        others = [  # what the tool's other identifiers identify
+        other_things = [  # what the tool's other identifiers identify
             thing_words(tool, other)
             for other in tool.arg_names()
             if other != arg and classify(other, tool.properties.get(other)).is_identifier
@@ -136,7 +136,7 @@ def literal_for(tool: ToolDef, arg: str, values: RequestValues | None, span: tup
 
         def claimed(c: Candidate) -> bool:  # "shopper cust-8841" is the shopper's reference, not this id;
             cue = {lex.stem(w) for w in c.cue.split()[-2:]}  # "with the tag 7522907" the optional `id`'s
-            return not named(c) and any(words & cue for words in others)  # ("The unique identifier for the tag")
+            return not named(c) and any(words & cue for words in other_things)  # ("The unique identifier for the tag")
 
         fitting = [c for c in inside if fits_string(str(c.value) if c.is_number else c.value, schema or {})]
         # what the description calls the thing ("Target calendar identifier."): an address written right
