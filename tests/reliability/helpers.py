@@ -57,11 +57,14 @@ def record_call(calls_file: Path, label: str) -> None:
         os.fsync(handle.fileno())
 
 
-def fault_registry(calls_file: Path, *, block_label: str | None = None, with_demo: bool = True) -> ToolRegistry:
+def fault_registry(
+    calls_file: Path, *, block_label: str | None = None, release_file: Path | None = None, with_demo: bool = True
+) -> ToolRegistry:
     """The demo tools plus test-only tools that count their calls in `calls_file`:
 
     - `step(label)`: answers at once; `step` with `label == block_label` prints `READY <label>` and
-      blocks forever (the test kills the process then);
+      blocks: forever without `release_file` (the test kills the process then), else until that file
+      exists (the test decides when the driver holding the run may go on);
     - `nap(label, seconds)`: answers after `seconds` (a slow tool);
     - `hang(label)`: never answers (0.2 s timeout, 2 attempts);
     - `boom(label)`: raises an unexpected exception (not retried);
@@ -75,7 +78,10 @@ def fault_registry(calls_file: Path, *, block_label: str | None = None, with_dem
         record_call(calls_file, label)
         if label == block_label:
             print(f"READY {label}", flush=True)
-            await asyncio.Event().wait()
+            if release_file is None:
+                await asyncio.Event().wait()
+            while not release_file.exists():
+                await asyncio.sleep(0.05)
         return Echo(label=label, text=f"done-{label}")
 
     @registry.tool(version="1", timeout_s=30)

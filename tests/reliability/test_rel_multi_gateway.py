@@ -62,13 +62,17 @@ class Cluster:
         self.calls_file = tmp_path / "calls.txt"
         self.started: list[Gateway] = []
 
-    def start(self, name: str, *, block: str | None = None, takeover: bool = True) -> Gateway:
+    def start(
+        self, name: str, *, block: str | None = None, release: Path | None = None, takeover: bool = True
+    ) -> Gateway:
+        """`block`: the `step` label this gateway's driver stops in, forever or until `release` exists."""
         port = free_port()
         home = self.tmp_path / name
         args = [sys.executable, "-m", "tests.reliability.gateway_worker", str(home), str(port), str(self.calls_file)]
         env = {**os.environ, "PYTHONPATH": str(REPO), "PLANSTACK_RUNS__STORE_URL": self.store_url, **LEASE,
                "PLANSTACK_RUNS__TAKEOVER": "true" if takeover else "false"}  # fmt: skip
-        proc = subprocess.Popen(args + ([block] if block else []), stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+        extra = ([block] if block else []) + ([str(release)] if block and release else [])
+        proc = subprocess.Popen(args + extra, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
         gateway = Gateway(name, f"http://127.0.0.1:{port}", proc)
         self.started.append(gateway)
         with gateway.client() as client:
@@ -186,8 +190,12 @@ def test_a_killed_gateway_s_run_is_taken_over_and_finished_without_redoing_nodes
 
 
 def test_two_concurrent_resumes_exactly_one_drives(cluster: Cluster) -> None:
-    a, b, run_id = blocked_on_a(cluster, BLOCKING, takeover=False)
-    c = cluster.start("c", takeover=False)
+    # B and C stop in n2 too, until `release` exists: whichever resume wins holds the run (and its
+    # lease) while the other is answered, however slowly the two requests arrive. Without the hold
+    # the winner could finish the run first, and the late resume would rightly get 200 (finished).
+    release = cluster.tmp_path / "release-b"
+    a, b, run_id = blocked_on_a(cluster, BLOCKING, takeover=False, block="b", release=release)
+    c = cluster.start("c", takeover=False, block="b", release=release)
     a.kill()
     with b.client() as from_b:
         assert wait_for(from_b, run_id, "interrupted")["status"] == "interrupted"
@@ -209,6 +217,7 @@ def test_two_concurrent_resumes_exactly_one_drives(cluster: Cluster) -> None:
     refused = next(r for r in answers.values() if r.status_code == 409)
     check_error_shape(refused)
     assert refused.json()["error"]["code"] == "run_busy" and int(refused.headers["retry-after"]) >= 1
+    release.touch()
     with b.client() as from_b:
         after = wait_for(from_b, run_id, "succeeded")
         with from_b.stream("GET", f"/v1/runs/{run_id}/events") as stream:
