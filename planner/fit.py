@@ -206,7 +206,7 @@ def option_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndar
         for count, (_, schema) in enumerate(_parameters(dict(tool.parameters))):
             if count >= _PARAMETERS:
                 break
-            for option in (schema.get("enum") or [])[:64] if isinstance(schema.get("enum"), list) else []:
+            for option in _options(schema):
                 words = {_stem(x, lex) for x in ordered_tokens(str(option)) if len(x) > 2} - stop
                 if words:
                     options.append(words)
@@ -214,6 +214,49 @@ def option_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndar
     for i, step_words in enumerate(said):
         row = np.array([sum(1 for o in options if o <= step_words) for options in offered], dtype=np.float32)
         out[i] = weight * (np.minimum(row, 1) - min(1, row.min()))
+    return out
+
+
+def _options(schema: dict[str, Any]) -> list[Any]:
+    """The options an enum parameter offers, its own or its items' (an array of enum values: Books'
+    `acquireMethod: ["PURCHASED"]`), at most 64."""
+    items = schema.get("items")
+    enum = schema.get("enum", items.get("enum") if isinstance(items, dict) else None)
+    return enum[:64] if isinstance(enum, list) else []
+
+
+def parameter_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.ndarray:
+    """Per step and tool: `parameter_name` for each parameter (nested ones by their own name) of two words or
+    more, words of the tool's own name aside, every one of which the step writes, at most `parameter_names_counted`,
+    above the candidate with the fewest ("change the time zone of calendar X" → the calendars tool with
+    `timeZone`, not the access-rule tool beside it). A word every candidate has, in its parameters or its
+    name (`calendarId` beside `calendars_patch`), says nothing about which tool is meant and is not counted."""
+    w = weights().selection
+    weight, most = w.get("parameter_name", 0.0), int(w.get("parameter_names_counted", 0))
+    out = np.zeros((len(steps), len(catalog)), dtype=np.float32)
+    if not weight or most <= 0 or len(catalog) < 2:
+        return out
+    lex, gloss = lexicon("en"), lexicon_for(request)
+    stop = {_stem(x, lex) for x in lex.stopwords}
+    named: list[list[frozenset[str]]] = []
+    every: list[set[str]] = []  # each tool's words, name and parameters
+    for tool in catalog:
+        own = {_stem(x, lex) for x in ordered_tokens(tool.name)}
+        names: set[frozenset[str]] = set()
+        for count, (name, _) in enumerate(_parameters(dict(tool.parameters))):
+            if count >= _PARAMETERS:
+                break
+            words = frozenset(_stem(x, lex) for x in ordered_tokens(name) if len(x) > 2) - stop
+            if len(words - own) > 1:  # one word (`name`, `type`) is ordinary speech; two are a claim
+                names.add(words - own)
+            own |= words
+        named.append(list(names))
+        every.append(own)
+    shared = set.intersection(*every)
+    for i, step in enumerate(steps):
+        said = _said(gloss.glossed(step.text), lex) - shared
+        row = np.array([min(most, sum(1 for n in names if n <= said)) for names in named], dtype=np.float32)
+        out[i] = weight * (row - row.min())
     return out
 
 

@@ -34,7 +34,15 @@ from planner.argkinds import ordered_tokens
 from planner.catalog import ToolCatalog, ToolDef
 from planner.config import SelectionConfig
 from planner.evidence import NodeEvidence
-from planner.fit import deprecated_fit, name_fit, named_parameters, names_a_parameter, option_fit, value_fit
+from planner.fit import (
+    deprecated_fit,
+    name_fit,
+    named_parameters,
+    names_a_parameter,
+    option_fit,
+    parameter_fit,
+    value_fit,
+)
 from planner.lexicon import lexicon, lexicon_for
 from planner.lookups import is_lookup, name_verbs, producers
 from planner.prerequisites import Gap, Lookup, with_prerequisites
@@ -126,7 +134,7 @@ def _fit(request: str, values: RequestValues, steps: list[Step], catalog: ToolCa
     """Name and value fit of every (step, tool) pair (planner/fit.py): tens of milliseconds for a catalog
     of a hundred real tools, so it runs in a worker thread."""
     fits = name_fit(request, steps, catalog) + value_fit(values, steps, catalog) + option_fit(request, steps, catalog)
-    return fits + deprecated_fit(steps, catalog)
+    return fits + parameter_fit(request, steps, catalog) + deprecated_fit(steps, catalog)
 
 
 def _join_argument_steps(

@@ -37,5 +37,8 @@ _EXTENSIONS = (
 FILENAME = re.compile(rf"(?<![\w@./-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS})(?![\w.-])", re.IGNORECASE)
 # a "lat,lng" pair, bounded by what is not an ASCII letter or digit (\w would refuse "从31.2304,121.4737到")
 COORDINATES = re.compile(r"(?<![A-Za-z0-9_.])(-?\d{1,2}\.\d{2,})\s*,\s*(-?\d{1,3}\.\d{2,})(?![A-Za-z0-9_]|\.\d)")
-EXPRESSION = re.compile(r"(?<![\w.])\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])")
+# arithmetic ("(3+4)*2", "24-04"), never the digits inside a hyphenated slug ("ubuntu-24-04-x64", a code)
+EXPRESSION = re.compile(
+    r"(?<![\w.])(?<!\w-)\(?-?\d+(?:\.\d+)?\)?(?:\s*[-+*/^%<>=]\s*\(?-?\d+(?:\.\d+)?\)?)+(?![\w.])(?!-\w)"
+)
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&-]*|\d+(?:[.,:]\d+)*")

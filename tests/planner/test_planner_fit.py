@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.catalog import ToolCatalog
 from planner.config import SelectionConfig
-from planner.fit import name_fit, names_a_parameter, option_fit, taken_kinds, value_fit
+from planner.fit import name_fit, names_a_parameter, option_fit, parameter_fit, taken_kinds, value_fit
 from planner.lexicon import lexicon
 from planner.lookups import described_entity, producers
 from planner.selection import ToolSelector
@@ -122,6 +122,39 @@ def test_a_step_naming_an_option_of_a_tools_enum_fits_that_tool() -> None:
     assert fit[0, 0] > fit[0, 1] and option_fit("Show server 42", whole("Show server 42"), actions)[0, 0] == 0
     zh = "给服务器 42 拍个快照"  # read through the glossary
     assert option_fit(zh, whole(zh), actions)[0, 0] > 0
+
+
+def test_an_option_of_an_array_of_enum_values_fits_that_tool() -> None:
+    """An array parameter whose items are enum values (`acquireMethod: ["PURCHASED"]`) offers those options."""
+    shelves = ToolCatalog.from_openai([
+        fn("listMyBooks", "List my books.", {"acquireMethod": {"type": "array", "items": {"type": "string", "enum": ["PURCHASED", "RENTED"]}}}),
+        fn("listVolumes", "List volumes.", {"q": {"type": "string"}}),
+    ])  # fmt: skip
+    request = "List the books I purchased"
+    assert option_fit(request, whole(request), shelves)[0, 0] > option_fit(request, whole(request), shelves)[0, 1]
+
+
+def test_a_step_writing_a_parameter_s_whole_name_fits_the_tool_that_has_it() -> None:
+    """"Change the time zone of calendar X": the calendars tool has `timeZone`, the access-rule tool beside it
+    does not. A word only part of a name says (`timeMin`), a one-word name (`summary`: ordinary speech) and a
+    word every candidate has (`calendarId` beside `calendars_patch`) do not count; at most
+    `parameter_names_counted` names count per tool."""
+    text = {"type": "string"}
+    calendars = ToolCatalog.from_openai([
+        fn("calendars_patch", "Update a calendar.", {"calendarId": text, "timeZone": text, "summary": text,
+                                                     "backgroundColor": text, "foregroundColor": text}, ["calendarId"]),
+        fn("acl_patch", "Update an access rule.", {"calendarId": text, "ruleId": text, "sendNotifications": text},
+           ["calendarId", "ruleId"]),
+        fn("events_list", "List events.", {"calendarId": text, "timeMin": text}),
+    ])  # fmt: skip
+    request = "Change the time zone of calendar team@example.com to Asia/Tokyo"
+    fit = parameter_fit(request, whole(request), calendars)
+    assert fit[0, 0] > 0 and fit[0, 1] == fit[0, 2] == 0
+    for said in ("Change calendar team@example.com", "Change the summary of calendar X", "Show events from that time on"):
+        assert not parameter_fit(said, whole(said), calendars).any(), said
+    many = "Set the time zone, the background color and the foreground color of calendar X and send notifications"
+    counted = parameter_fit(many, whole(many), calendars)[0]
+    assert counted[0] == 2 * counted[1] > 0 and counted[2] == 0  # three names, two counted, against one
 
 
 def test_an_option_offered_by_one_branch_of_a_composed_body_fits_that_tool() -> None:

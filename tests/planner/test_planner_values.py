@@ -29,6 +29,14 @@ def test_numbers_signs_decimals_percent_money_and_words() -> None:
     assert 2 in found and -5 in found and 10000 in found
 
 
+def test_a_hyphenated_slug_is_one_code_not_an_expression_inside_it() -> None:
+    """DigitalOcean-style slugs keep their digits: "ubuntu-24-04-x64" is one value, not the sum `24-04`."""
+    request = "Create it with size s-2vcpu-4gb and image ubuntu-24-04-x64; what is 24-04?"
+    kinds = {(c.value, c.kind) for c in extract(request, TODAY).candidates}
+    assert {("s-2vcpu-4gb", "code"), ("ubuntu-24-04-x64", "code"), ("24-04", "expression")} <= kinds
+    assert sum(1 for value, _ in kinds if value == "24-04") == 1  # only the free-standing one
+
+
 def test_spans_a_tool_argument_typically_takes() -> None:
     found = values_of(
         "Send 'Hello John' to +1 555-123-4567 and bob@example.com, see https://www.example.com/page at 10:00 AM, "
