@@ -9,6 +9,9 @@ candidate that fits least, so it ranks tools without moving the best one across 
 - `value_fit`: the kinds of value a step holds (a date or time, an e-mail address, a URL, a phone
   number, coordinates) that some parameter of the tool takes, nested ones included ("Add 'Review' to
   my calendar on March 3 from 10:00" fits the events tool with `start.dateTime`, not the calendars one).
+- `option_fit`: a step that writes an option one of the tool's enum parameters offers ("take a snapshot").
+- `parameter_fit`: a step that writes a parameter's whole name of two words or more ("the time zone" →
+  `timeZone`).
 - `deprecated_fit`: a tool its service marks deprecated (OpenAPI `deprecated: true`, which the importer
   writes as a description opening "Deprecated.") yields to a live one that fits about as well (Spotify's
   `add-tracks-to-playlist` beside `add-items-to-playlist`), and is still chosen where nothing else fits.
