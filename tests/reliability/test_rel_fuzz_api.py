@@ -37,6 +37,9 @@ BODIES: dict[str, type[Any]] = {
     "/v1/runs": RunCreate,
 }
 SENDABLE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")  # what an HTTP client can send
+# framing headers the HTTP client writes itself: a generated `Transfer-Encoding: 0` is refused by h11 before
+# anything reaches the gateway (a fresh clone's run drew one), so such a case tests the client, not the door
+FRAMING = frozenset({"transfer-encoding", "content-length", "connection", "host", "upgrade", "te"})
 
 
 def documented_spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +61,9 @@ def documented_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _send(http: httpx.Client, case: Any) -> httpx.Response:
     headers = {"Authorization": f"Bearer {KEY_A}", **(case.headers or {})}
-    headers = {k: v for k, v in headers.items() if isinstance(v, str) and SENDABLE.match(v)}
+    headers = {
+        k: v for k, v in headers.items() if isinstance(v, str) and SENDABLE.match(v) and k.lower() not in FRAMING
+    }
     body = case.body
     content = None if body is schemathesis.core.NOT_SET else body if isinstance(body, bytes) else json.dumps(body)
     if content is not None:
