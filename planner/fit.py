@@ -245,6 +245,7 @@ def parameter_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.n
     every: list[set[str]] = []  # each tool's words, name and parameters
     for tool in catalog:
         own = {_stem(x, lex) for x in ordered_tokens(tool.name)}
+        words_of_tool = set(own)
         names: set[frozenset[str]] = set()
         for count, (name, _) in enumerate(_parameters(dict(tool.parameters))):
             if count >= _PARAMETERS:
@@ -252,9 +253,9 @@ def parameter_fit(request: str, steps: list[Step], catalog: ToolCatalog) -> np.n
             words = frozenset(_stem(x, lex) for x in ordered_tokens(name) if len(x) > 2) - stop
             if len(words - own) > 1:  # one word (`name`, `type`) is ordinary speech; two are a claim
                 names.add(words - own)
-            own |= words
+            words_of_tool |= words
         named.append(list(names))
-        every.append(own)
+        every.append(words_of_tool)
     shared = set.intersection(*every)
     for i, step in enumerate(steps):
         said = _said(gloss.glossed(step.text), lex) - shared

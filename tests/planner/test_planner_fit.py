@@ -150,6 +150,11 @@ def test_a_step_writing_a_parameter_s_whole_name_fits_the_tool_that_has_it() -> 
     request = "Change the time zone of calendar team@example.com to Asia/Tokyo"
     fit = parameter_fit(request, whole(request), calendars)
     assert fit[0, 0] > 0 and fit[0, 1] == fit[0, 2] == 0
+    earlier = ToolCatalog.from_openai([  # a word an earlier parameter has (`timeMin`) is still timeZone's
+        fn("calendars_patch", "Update a calendar.", {"timeMin": text, "timeZone": text}),
+        fn("acl_patch", "Update an access rule.", {"ruleId": text}),
+    ])  # fmt: skip
+    assert parameter_fit(request, whole(request), earlier)[0, 0] > 0
     for said in ("Change calendar team@example.com", "Change the summary of calendar X", "Show events from that time on"):
         assert not parameter_fit(said, whole(said), calendars).any(), said
     many = "Set the time zone, the background color and the foreground color of calendar X and send notifications"
